@@ -1,0 +1,88 @@
+// Helpers shared by the traces tests: temp dirs, small shapes and records.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "colibri/traces/reader.h"
+#include "colibri/traces/trace.h"
+#include "colibri/traces/writer.h"
+
+namespace colibri::traces::testing {
+
+// A fresh directory under the system temp dir, removed on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "colibri-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string File(const std::string& name) const { return (std::filesystem::path(path_) / name).string(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline ModelShape SmallShape(uint32_t experts = 16, uint32_t top_k = 2, uint32_t layers = 3) {
+  ModelShape shape;
+  shape.model_name = "test";
+  for (uint32_t l = 0; l < layers; ++l) {
+    shape.moe_layer_ids.push_back(1 + 2 * l);
+    shape.expert_bytes.push_back(1000 + l);
+  }
+  shape.experts_per_layer = experts;
+  shape.top_k = top_k;
+  shape.dtype = "bf16";
+  return shape;
+}
+
+// Distinct ids per token, deterministic from the rng.
+inline TraceRecord RandomRecord(const ModelShape& shape, std::mt19937_64& rng, uint64_t request, uint64_t pass,
+                                uint32_t layer, size_t tokens, uint64_t first_position) {
+  TraceRecord r;
+  r.request_id = request;
+  r.pass_id = pass;
+  r.layer = layer;
+  r.prefill = tokens > 1;
+  for (size_t t = 0; t < tokens; ++t) {
+    r.positions.push_back(first_position + t);
+    std::vector<uint32_t> ids(shape.experts_per_layer);
+    for (uint32_t e = 0; e < ids.size(); ++e) ids[e] = e;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    for (uint32_t s = 0; s < shape.top_k; ++s) r.expert_ids.push_back(ids[s]);
+  }
+  return r;
+}
+
+inline std::vector<TraceRecord> ReadAll(const std::string& path) {
+  std::vector<TraceRecord> out;
+  auto reader = TraceReader::Open(path);
+  if (!reader.ok()) return out;
+  TraceRecord r;
+  while (true) {
+    auto more = (*reader)->Next(&r);
+    if (!more.ok() || !more.value()) break;
+    out.push_back(r);
+  }
+  return out;
+}
+
+inline std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline void WriteFileBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace colibri::traces::testing

@@ -1,0 +1,130 @@
+#include "cli_common.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+namespace colibri::cli {
+
+int ExitCodeFor(const Status& status) {
+  if (status.ok()) return kExitOk;
+  if (status.code() == StatusCode::kCorruption || status.code() == StatusCode::kTruncated) return kExitCheckFailed;
+  return kExitBadInput;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "colibri: " << status.message() << "\n";
+  return ExitCodeFor(status);
+}
+
+namespace {
+
+// Parses "<digits><suffix>" with the suffix looked up in `units` (value = multiplier).
+Result<uint64_t> ParseScaled(const std::string& text, const char* what,
+                             const std::vector<std::pair<std::string, uint64_t>>& units) {
+  size_t i = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  if (i == 0) return Status::InvalidArgument("'" + text + "' is not a " + what);
+  uint64_t value = 0;
+  for (size_t j = 0; j < i; ++j) {
+    const uint64_t digit = static_cast<uint64_t>(text[j] - '0');
+    if (value > (UINT64_MAX - digit) / 10) return Status::InvalidArgument("'" + text + "' overflows 64 bits");
+    value = value * 10 + digit;
+  }
+  const std::string suffix = text.substr(i);
+  for (const auto& [name, multiplier] : units) {
+    if (suffix != name) continue;
+    if (multiplier != 0 && value > UINT64_MAX / multiplier) {
+      return Status::InvalidArgument("'" + text + "' overflows 64 bits");
+    }
+    return value * multiplier;
+  }
+  std::string accepted;
+  for (const auto& unit : units) accepted += (accepted.empty() ? "" : ", ") + (unit.first.empty() ? "none" : unit.first);
+  return Status::InvalidArgument("'" + text + "': unknown unit '" + suffix + "' for a " + what + " (accepted: " +
+                                 accepted + ")");
+}
+
+}  // namespace
+
+Result<uint64_t> ParseSizeBytes(const std::string& text) {
+  static const std::vector<std::pair<std::string, uint64_t>> kUnits = {
+      {"", 1},          {"B", 1},          {"K", 1ull << 10}, {"KiB", 1ull << 10}, {"M", 1ull << 20},
+      {"MiB", 1ull << 20}, {"G", 1ull << 30}, {"GiB", 1ull << 30}, {"T", 1ull << 40}, {"TiB", 1ull << 40}};
+  return ParseScaled(text, "size (e.g. 64K, 512M, 4G)", kUnits);
+}
+
+Result<uint64_t> ParseDurationNs(const std::string& text) {
+  static const std::vector<std::pair<std::string, uint64_t>> kUnits = {
+      {"", 1}, {"ns", 1}, {"us", 1000}, {"ms", 1000000}, {"s", 1000000000}};
+  return ParseScaled(text, "duration (e.g. 250ns, 10us, 5ms, 2s)", kUnits);
+}
+
+namespace {
+
+CLI::Validator CanonicalNumber(Result<uint64_t> (*parse)(const std::string&), const std::string& name) {
+  return CLI::Validator(
+      [parse](std::string& value) -> std::string {
+        Result<uint64_t> parsed = parse(value);
+        if (!parsed.ok()) return parsed.status().message();
+        value = std::to_string(parsed.value());
+        return std::string();
+      },
+      name);
+}
+
+}  // namespace
+
+CLI::Validator SizeValidator() { return CanonicalNumber(&ParseSizeBytes, "SIZE"); }
+CLI::Validator DurationValidator() { return CanonicalNumber(&ParseDurationNs, "DURATION"); }
+
+Result<std::vector<std::string>> SplitList(const std::string& text, const std::string& flag) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (part.empty()) return Status::InvalidArgument(flag + ": empty element in list '" + text + "'");
+    parts.push_back(std::move(part));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return parts;
+}
+
+void PrintJson(const Json& doc) { std::cout << doc.dump(2) << "\n"; }
+
+namespace {
+int64_t WallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Progress::Progress(std::string label) : label_(std::move(label)), enabled_(::isatty(2) == 1) {}
+
+Progress::~Progress() { Done(); }
+
+void Progress::Update(uint64_t done, uint64_t total) {
+  if (!enabled_) return;
+  const int64_t now = WallMs();
+  if (drawn_ && now - last_draw_ms_ < 200) return;
+  last_draw_ms_ = now;
+  drawn_ = true;
+  if (total > 0) {
+    std::fprintf(stderr, "\r%s %5.1f%% (%llu/%llu)", label_.c_str(), 100.0 * static_cast<double>(done) / total,
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+  } else {
+    std::fprintf(stderr, "\r%s %llu", label_.c_str(), static_cast<unsigned long long>(done));
+  }
+  std::fflush(stderr);
+}
+
+void Progress::Done() {
+  if (enabled_ && drawn_) std::fprintf(stderr, "\r\033[K");
+  drawn_ = false;
+}
+
+}  // namespace colibri::cli

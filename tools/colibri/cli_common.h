@@ -1,0 +1,58 @@
+// Shared conventions of the `colibri` CLI: exit codes, size and duration
+// parsing, JSON output, progress lines. Used by every subcommand file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "colibri/status.h"
+
+namespace colibri::cli {
+
+using Json = nlohmann::ordered_json;
+
+// Exit codes a CI script can rely on.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;  // corruption, torn tail, failed gate or invariant
+inline constexpr int kExitBadInput = 2;     // missing file, not a trace, bad flags
+
+// Corruption and truncation are failed checks (1); everything else is bad input (2).
+int ExitCodeFor(const Status& status);
+// Prints "colibri: <message>" to stderr and returns ExitCodeFor(status).
+int Fail(const Status& status);
+
+// "64K", "512M", "4G", "1T", "123" (bytes); binary multiples (K = 2^10).
+Result<uint64_t> ParseSizeBytes(const std::string& text);
+// "250ns", "10us", "5ms", "2s"; a bare number is nanoseconds.
+Result<uint64_t> ParseDurationNs(const std::string& text);
+
+// CLI11 transformers that validate and canonicalise size/duration flags.
+CLI::Validator SizeValidator();
+CLI::Validator DurationValidator();
+
+// Splits "a,b,c" (empty parts are an error).
+Result<std::vector<std::string>> SplitList(const std::string& text, const std::string& flag);
+
+// Prints a JSON document to stdout followed by a newline.
+void PrintJson(const Json& doc);
+
+// A single progress line on stderr, redrawn at most a few times a second,
+// printed only when stderr is a terminal. Not thread-safe.
+class Progress {
+ public:
+  explicit Progress(std::string label);
+  ~Progress();
+  void Update(uint64_t done, uint64_t total);  // total 0 = unknown
+  void Done();
+
+ private:
+  std::string label_;
+  bool enabled_;
+  int64_t last_draw_ms_ = 0;
+  bool drawn_ = false;
+};
+
+}  // namespace colibri::cli
