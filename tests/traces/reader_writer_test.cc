@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "colibri/traces/crc32c.h"
+#include <google/protobuf/unknown_field_set.h>
+
 #include "colibri_trace.pb.h"
 #include "record_codec.h"
 #include "test_util.h"
@@ -59,8 +61,9 @@ TEST(ReaderWriterTest, RoundTripUncompressedAndZstd) {
   records[4].arrival_ns = 0;  // present-but-zero must survive
   records[4].end_ns = 123456789;
   records[6].cache_outcomes.assign(records[6].expert_ids.size(), 2);
-  records[7].positions = {5, 9, 11, 12, 20, 21, 30};  // non-contiguous prefill
-  records[7].physical_expert_ids = records[7].expert_ids;
+  ASSERT_EQ(records[5].token_count(), 7u);
+  records[5].positions = {5, 9, 11, 12, 20, 21, 30};  // non-contiguous prefill
+  records[5].physical_expert_ids = records[5].expert_ids;
   for (Compression c : {Compression::kNone, Compression::kZstd}) {
     const std::string path = WriteTrace(dir, records, shape, c, 4096);
     auto back = ReadAll(path);
@@ -101,8 +104,8 @@ TEST(ReaderWriterTest, HandCodecMatchesLibprotobuf) {
   ASSERT_TRUE(DecodeRecord(reinterpret_cast<const uint8_t*>(canonical.data()), canonical.size(), 2, &back).ok());
   EXPECT_TRUE(back == r);
   // Unknown fields (from a newer writer) are skipped.
-  pb.mutable_unknown_fields()->AddVarint(99, 5);
-  pb.mutable_unknown_fields()->AddLengthDelimited(100, "future");
+  pb.GetReflection()->MutableUnknownFields(&pb)->AddVarint(99, 5);
+  pb.GetReflection()->MutableUnknownFields(&pb)->AddLengthDelimited(100, "future");
   ASSERT_TRUE(pb.SerializeToString(&canonical));
   ASSERT_TRUE(DecodeRecord(reinterpret_cast<const uint8_t*>(canonical.data()), canonical.size(), 2, &back).ok());
   EXPECT_TRUE(back == r);
@@ -130,9 +133,13 @@ TEST(ReaderWriterTest, TruncatedTailKeepsCompleteRecords) {
         EXPECT_TRUE(r == records[n]);
         ++n;
       }
-      EXPECT_TRUE((*reader)->truncated()) << "cut at " << cut;
+      // A cut exactly at a frame boundary is a clean (shorter) file; any other cut is a torn tail.
+      if ((*reader)->truncated()) {
+        EXPECT_LT((*reader)->tail_offset(), cut);
+      } else {
+        EXPECT_EQ((*reader)->tail_offset(), cut);
+      }
       EXPECT_LT(n, records.size());
-      EXPECT_LE((*reader)->tail_offset(), cut);
       complete_seen = std::max(complete_seen, n);
     }
     EXPECT_GT(complete_seen, 0u);

@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "colibri/traces/importers.h"
 #include "colibri/traces/reader.h"
 #include "colibri/traces/trace.h"
 #include "colibri/traces/writer.h"
@@ -83,6 +86,36 @@ inline std::string ReadFileBytes(const std::string& path) {
 inline void WriteFileBytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Expert ids of every routed token: (request, position, layer) -> ids in rank order.
+using TokenSelections = std::map<std::tuple<uint64_t, uint64_t, uint32_t>, std::vector<uint32_t>>;
+
+inline TokenSelections SelectionsByToken(const std::vector<TraceRecord>& records, uint32_t top_k) {
+  TokenSelections out;
+  for (const TraceRecord& r : records) {
+    for (size_t t = 0; t < r.token_count(); ++t) {
+      const auto first = r.expert_ids.begin() + static_cast<std::ptrdiff_t>(t * top_k);
+      out[{r.request_id, r.positions[t], r.layer}] = std::vector<uint32_t>(first, first + top_k);
+    }
+  }
+  return out;
+}
+
+// An import written to a trace file in `dir` and read back.
+struct ImportedTrace {
+  ImportReport report;
+  TraceHeader header;
+  std::vector<TraceRecord> records;
+};
+
+inline Result<ImportedTrace> ImportAndReadBack(const ImportOptions& options, const TempDir& dir) {
+  const std::string path = dir.File("imported.ctrace");
+  auto report = ImportToFile(options, path, WriterOptions{});
+  if (!report.ok()) return report.status();
+  auto header = ReadTraceHeader(path);
+  if (!header.ok()) return header.status();
+  return ImportedTrace{report.value(), header.value(), ReadAll(path)};
 }
 
 }  // namespace colibri::traces::testing

@@ -94,6 +94,27 @@ Result<std::vector<std::string>> SplitList(const std::string& text, const std::s
   return parts;
 }
 
+void AddTraceOutputFlags(CLI::App* command, TraceOutputFlags* flags) {
+  command->add_option("--compress", flags->compress, "Record framing: none, or zstd blocks")
+      ->check(CLI::IsMember({"none", "zstd"}))
+      ->capture_default_str();
+  command->add_option("--zstd-level", flags->zstd_level, "zstd level with --compress zstd")
+      ->check(CLI::Range(1, 22))
+      ->capture_default_str();
+}
+
+traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags) {
+  traces::WriterOptions options;
+  options.compression = flags.compress == "zstd" ? traces::Compression::kZstd : traces::Compression::kNone;
+  options.zstd_level = flags.zstd_level;
+  options.atomic = true;
+  return options;
+}
+
+Json ToJson(const TraceOutputFlags& flags) {
+  return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};
+}
+
 void PrintJson(const Json& doc) { std::cout << doc.dump(2) << "\n"; }
 
 namespace {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "colibri/status.h"
+#include "colibri/traces/writer.h"
 
 namespace colibri::cli {
 
@@ -35,6 +36,16 @@ CLI::Validator DurationValidator();
 
 // Splits "a,b,c" (empty parts are an error).
 Result<std::vector<std::string>> SplitList(const std::string& text, const std::string& flag);
+
+// Options shared by every command that writes a trace: --compress and --zstd-level.
+struct TraceOutputFlags {
+  std::string compress = "none";
+  int zstd_level = 3;
+};
+// Adds --compress none|zstd and --zstd-level to `command`; defaults are the struct's.
+void AddTraceOutputFlags(CLI::App* command, TraceOutputFlags* flags);
+traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags);
+Json ToJson(const TraceOutputFlags& flags);
 
 // Prints a JSON document to stdout followed by a newline.
 void PrintJson(const Json& doc);

@@ -47,6 +47,8 @@ class AdaptingSink : public RecordSink {
       adapted.shape.hidden_dtype = HiddenDtype::kNone;
       adapted.shape.hidden_size = 0;
     }
+    if (!options_.license.empty()) adapted.provenance.license = options_.license;
+    if (!options_.attribution.empty()) adapted.provenance.attribution = options_.attribution;
     top_k_ = adapted.shape.top_k;
     return next_->Begin(adapted);
   }

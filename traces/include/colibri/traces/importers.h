@@ -33,6 +33,8 @@ struct ImportOptions {
   std::optional<uint32_t> top_k;              // --top-k override
   bool skip_bad = false;
   bool ids_only = false;                      // drop gate weights, cache outcomes and other optional data
+  std::string license;                        // when set, replaces the provenance license
+  std::string attribution;                    // when set, replaces the provenance attribution
 };
 
 struct ImportReport {

@@ -21,7 +21,7 @@ namespace colibri::traces {
 
 struct WriterOptions {
   Compression compression = Compression::kNone;
-  int zstd_level = 9;
+  int zstd_level = 3;
   size_t block_bytes = 1 << 20;  // uncompressed bytes per zstd block
   bool atomic = false;
 };
