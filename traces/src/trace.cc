@@ -93,9 +93,58 @@ Status CheckLength(const char* field, size_t actual, size_t expected) {
                                  std::to_string(expected) + " (or none)");
 }
 
-}  // namespace
+bool LengthOk(size_t actual, size_t expected) { return actual == 0 || actual == expected; }
 
-Status ValidateRecord(const ModelShape& shape, const TraceRecord& r) {
+// True when every token's ids are in range and distinct. A bitmap per token
+// for up to 256 experts (the common case), pairwise comparison above that.
+bool ExpertIdsOk(const ModelShape& shape, const TraceRecord& r) {
+  const size_t k = shape.top_k;
+  const uint32_t experts = shape.experts_per_layer;
+  uint32_t max_id = 0;
+  for (uint32_t id : r.expert_ids) max_id = std::max(max_id, id);
+  if (max_id >= experts) return false;
+  for (size_t t = 0; t < r.token_count(); ++t) {
+    const uint32_t* ids = &r.expert_ids[t * k];
+    if (experts <= 256) {
+      uint64_t seen[4] = {0, 0, 0, 0};
+      for (size_t s = 0; s < k; ++s) {
+        const uint64_t bit = uint64_t{1} << (ids[s] & 63);
+        if (seen[ids[s] >> 6] & bit) return false;
+        seen[ids[s] >> 6] |= bit;
+      }
+    } else {
+      for (size_t s = 1; s < k; ++s) {
+        for (size_t p = 0; p < s; ++p) {
+          if (ids[p] == ids[s]) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+// The checks of ValidateRecord without building messages: the hot path.
+bool RecordValid(const ModelShape& shape, const TraceRecord& r) {
+  const size_t tokens = r.token_count();
+  const size_t selections = tokens * shape.top_k;
+  if (tokens == 0 || r.expert_ids.size() != selections || shape.LayerIndex(r.layer) < 0) return false;
+  if (!LengthOk(r.gate_weights.size(), selections) || !LengthOk(r.physical_expert_ids.size(), selections) ||
+      !LengthOk(r.cache_outcomes.size(), selections) || !LengthOk(r.token_ids.size(), tokens) ||
+      !LengthOk(r.router_logits.size(), tokens * shape.experts_per_layer)) {
+    return false;
+  }
+  for (uint8_t outcome : r.cache_outcomes) {
+    if (outcome > 2) return false;
+  }
+  if (!r.hidden_states.empty() &&
+      r.hidden_states.size() != tokens * shape.hidden_size * HiddenDtypeBytes(shape.hidden_dtype)) {
+    return false;
+  }
+  return ExpertIdsOk(shape, r);
+}
+
+// Finds what is wrong with a record RecordValid refused, and says so.
+Status DescribeInvalidRecord(const ModelShape& shape, const TraceRecord& r) {
   if (shape.LayerIndex(r.layer) < 0) {
     return Status::InvalidArgument("layer " + std::to_string(r.layer) + " is not a MoE layer of the model");
   }
@@ -137,6 +186,13 @@ Status ValidateRecord(const ModelShape& shape, const TraceRecord& r) {
     COLIBRI_RETURN_IF_ERROR(CheckLength("hidden_states bytes", r.hidden_states.size(), expected));
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRecord(const ModelShape& shape, const TraceRecord& r) {
+  if (RecordValid(shape, r)) return Status::Ok();
+  return DescribeInvalidRecord(shape, r);
 }
 
 bool operator==(const TraceRecord& a, const TraceRecord& b) {
