@@ -51,7 +51,9 @@ Result<size_t> TraceReader::Fill(size_t n) {
     buffer_pos_ = 0;
     buffer_end_ = available;
   }
-  const size_t want = std::max(n, kReadChunkBytes);
+  // Up to 1 MiB at a time, never more than the file holds beyond what is buffered.
+  const uint64_t file_left = file_bytes_ > buffer_offset_ + buffer_end_ ? file_bytes_ - buffer_offset_ - buffer_end_ : 0;
+  const size_t want = std::max(n, buffer_end_ + static_cast<size_t>(std::min<uint64_t>(kReadChunkBytes, file_left)));
   if (buffer_.size() < want) buffer_.resize(want);
   while (buffer_end_ < n && !eof_) {
     const ssize_t got = ::read(fd_, buffer_.data() + buffer_end_, buffer_.size() - buffer_end_);

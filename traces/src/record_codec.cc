@@ -123,7 +123,7 @@ Status ReadFloats(Cursor* c, uint32_t type, uint32_t field, std::vector<float>* 
   }
   const size_t old = out->size();
   out->resize(old + n / 4);
-  std::memcpy(out->data() + old, c->p, n);
+  if (n > 0) std::memcpy(out->data() + old, c->p, n);
   c->p += n;
   return Status::Ok();
 }

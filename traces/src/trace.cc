@@ -197,7 +197,7 @@ Status ValidateRecord(const ModelShape& shape, const TraceRecord& r) {
 
 bool operator==(const TraceRecord& a, const TraceRecord& b) {
   auto same_floats = [](const std::vector<float>& x, const std::vector<float>& y) {
-    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+    return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
   };
   return a.request_id == b.request_id && a.pass_id == b.pass_id && a.layer == b.layer && a.prefill == b.prefill &&
          a.positions == b.positions && a.expert_ids == b.expert_ids && same_floats(a.gate_weights, b.gate_weights) &&

@@ -1,0 +1,9 @@
+// Fuzzes the routed-experts-json importer (RunImporter) over arbitrary bytes; see fuzz_util.h.
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return colibri::fuzz::FuzzImporter("routed-experts-json", colibri::fuzz::ShapeSource::kOptions, data, size);
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Colibri demo: builds the `colibri` binary (default preset) and walks through
+# the trace tools on the bundled sample, a real Qwen3-30B-A3B routing trace.
+# Idempotent; needs no GPU and no network once the Debian packages are there.
+#
+# To extend it, write a demo_* function below and add it to DEMOS.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+colibri=build/default/colibri
+sample=traces/samples/qwen3-bigmoe.ctrace
+shared_csv=../shared/data/bigmoe-route-traces/qwen.route.csv
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/colibri-demo.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# show TITLE COMMAND...: prints a heading and the command, then runs it.
+show() {
+  local title=$1; shift
+  printf '\n== %s\n$ %s\n' "$title" "$*"
+  "$@"
+}
+
+build() {
+  tools/install-deps.sh
+  local cuda_args=()
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  if command -v nvcc >/dev/null 2>&1; then
+    cuda_args=(-DCMAKE_CUDA_COMPILER="$(command -v nvcc)" -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  fi
+  echo "== Building colibri (preset default)"
+  cmake --preset default "${cuda_args[@]}" >"$tmp/configure.log" || { cat "$tmp/configure.log"; return 1; }
+  cmake --build --preset default --target colibri -j 2
+}
+
+demo_attribution() {
+  printf '\n== Sample trace\n'
+  if [ -f traces/samples/README.md ]; then
+    grep -m1 -i 'recorded by' traces/samples/README.md || true
+  fi
+}
+
+demo_inspect() {
+  show "Inspect the sample trace (header, shape, provenance)" "$colibri" trace inspect "$sample"
+}
+
+demo_reimport() {
+  if [ ! -f "$shared_csv" ]; then
+    printf '\n== Re-import skipped: %s not found\n' "$shared_csv"
+    return 0
+  fi
+  show "Re-import the original BigMoeOnEdge CSV" \
+    "$colibri" trace import --format bmoe-csv "$shared_csv" -o "$tmp/qwen3.ctrace"
+}
+
+demo_stats() {
+  show "Routing statistics of the sample" "$colibri" trace stats "$sample"
+}
+
+DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats)
+
+build
+for demo in "${DEMOS[@]}"; do
+  "$demo"
+done
+printf '\n== Demo done (%ss). More: %s --help, and README.md\n' "$SECONDS" "$colibri"
