@@ -3,13 +3,18 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <climits>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
 #include "cli_common.h"
+#include "colibri_trace.pb.h"
 #include "colibri/traces/importers.h"
 #include "colibri/traces/model_config.h"
 #include "colibri/traces/reader.h"
@@ -63,19 +68,42 @@ Result<ReadResult> TimeRead(const std::string& path) {
   return result;
 }
 
-// Reference: plain sequential read() of the same file through the same buffer size.
-Result<double> TimeRawRead(const std::string& path) {
+// Reference: libprotobuf's own parser over the same uncompressed file
+// (CodedInputStream for the framing, Record::ParseFromArray per record). It
+// checks no CRC and validates nothing, so it does less work than the reader.
+// CodedInputStream reads at most 2 GiB.
+Result<ReadResult> TimeLibprotobufRead(const std::string& path) {
+  if (std::filesystem::file_size(path) >= (uint64_t{1} << 31)) {
+    return Status::InvalidArgument(path + ": the libprotobuf reference reads files below 2 GiB only (use fewer --selections)");
+  }
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return Status::IoError(path + ": cannot open");
-  std::vector<char> buffer(1 << 20);
-  uint64_t sum = 0;
+  ReadResult result;
   const double start = NowS();
-  size_t got;
-  while ((got = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) sum += static_cast<unsigned char>(buffer[got - 1]);
-  const double seconds = NowS() - start;
+  {
+    google::protobuf::io::FileInputStream raw(fileno(file), 1 << 20);
+    google::protobuf::io::CodedInputStream in(&raw);
+    in.SetTotalBytesLimit(INT_MAX);
+    std::string bytes;
+    uint32_t header_bytes = 0, word = 0;
+    // Magic (8 bytes), version, header length, header CRC, header.
+    if (!in.Skip(8) || !in.ReadLittleEndian32(&word) || !in.ReadLittleEndian32(&header_bytes) ||
+        !in.ReadLittleEndian32(&word) || !in.Skip(static_cast<int>(header_bytes))) {
+      std::fclose(file);
+      return Status::InvalidArgument(path + ": not a Colibri trace");
+    }
+    colibri::trace::v1::Record record;
+    uint32_t length = 0;
+    while (in.ReadVarint32(&length) && in.ReadLittleEndian32(&word) && in.ReadString(&bytes, static_cast<int>(length))) {
+      if (!record.ParseFromString(bytes)) break;
+      ++result.records;
+      result.selections += record.expert_ids().size();
+      for (unsigned char id : record.expert_ids()) result.checksum += id;
+    }
+  }
+  result.seconds = NowS() - start;
   std::fclose(file);
-  if (sum == 1) std::cerr << "";  // use the value
-  return seconds;
+  return result;
 }
 
 // Best of `repeats` runs (the machine is shared and noisy; the best run is the least disturbed).
@@ -137,36 +165,55 @@ Result<ImportTiming> TimeImport(const std::string& csv, const std::string& out) 
   return ImportTiming{report.rows_read, NowS() - start};
 }
 
-Json ReadJson(const ReadResult& r, uint64_t file_bytes, double raw_read_s) {
-  const double sel_per_s = r.selections / r.seconds;
+Json ReadJson(const ReadResult& r, uint64_t file_bytes) {
   return Json{{"records", r.records},
               {"selections", r.selections},
               {"file_bytes", file_bytes},
               {"bytes_per_selection", static_cast<double>(file_bytes) / r.selections},
               {"read_s", r.seconds},
-              {"selections_per_s", sel_per_s},
-              {"raw_read_s", raw_read_s},
-              {"raw_read_bytes_per_s", file_bytes / raw_read_s},
-              {"decode_over_raw_read_time", r.seconds / raw_read_s}};
+              {"selections_per_s", r.selections / r.seconds}};
 }
 
 Result<Json> MeasureRead(const std::string& path, int repeats) {
   COLIBRI_ASSIGN_OR_RETURN(ReadResult read, BestOf(repeats, [&] { return TimeRead(path); }));
-  double raw_best = 1e30;
-  for (int i = 0; i < repeats; ++i) {
-    COLIBRI_ASSIGN_OR_RETURN(double raw, TimeRawRead(path));
-    raw_best = std::min(raw_best, raw);
+  return ReadJson(read, std::filesystem::file_size(path));
+}
+
+// The reader against libprotobuf on the same uncompressed file, as a ratio.
+Result<Json> MeasureReference(const std::string& path, const Json& native, int repeats) {
+  COLIBRI_ASSIGN_OR_RETURN(ReadResult reference, BestOf(repeats, [&] { return TimeLibprotobufRead(path); }));
+  if (reference.selections != native["selections"].get<uint64_t>()) {
+    return Status::Internal("libprotobuf reference read " + std::to_string(reference.selections) +
+                            " selections, the reader " + native["selections"].dump());
   }
-  return ReadJson(read, std::filesystem::file_size(path), raw_best);
+  Json out = ReadJson(reference, std::filesystem::file_size(path));
+  out["reader_over_reference"] = native["selections_per_s"].get<double>() / out["selections_per_s"].get<double>();
+  return out;
+}
+
+// Reference: Python's csv module splitting the same file into fields (what a
+// script-based converter would do at best); null when python3 is absent.
+Json TimePythonCsv(const std::string& csv, uint64_t rows) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) return nullptr;
+  const std::string command =
+      "python3 -c 'import csv,sys\nn=0\nfor r in csv.reader(open(sys.argv[1])):\n n+=1\n' '" + csv + "'";
+  const double start = NowS();
+  if (std::system(command.c_str()) != 0) return nullptr;
+  const double seconds = NowS() - start;
+  return Json{{"split_s", seconds}, {"rows_per_s", rows / seconds}};
 }
 
 Result<Json> MeasureImport(const std::string& csv, const std::string& out, int repeats) {
   COLIBRI_ASSIGN_OR_RETURN(ImportTiming t, BestOf(repeats, [&] { return TimeImport(csv, out); }));
-  return Json{{"csv", csv},
+  Json python = TimePythonCsv(csv, t.rows);
+  Json result{{"csv", csv},
               {"csv_bytes", std::filesystem::file_size(csv)},
               {"rows", t.rows},
               {"import_s", t.seconds},
-              {"rows_per_s", t.rows / t.seconds}};
+              {"rows_per_s", t.rows / t.seconds},
+              {"python_csv_reference", python}};
+  if (!python.is_null()) result["import_over_reference"] = python["split_s"].get<double>() / t.seconds;
+  return result;
 }
 
 Result<Json> BenchTrace(const BenchTraceFlags& f, Progress* progress) {
@@ -191,6 +238,7 @@ Result<Json> BenchTrace(const BenchTraceFlags& f, Progress* progress) {
   COLIBRI_ASSIGN_OR_RETURN(traces::SynthReport made, traces::SynthesizeTrace(synth, plain, plain_options));
   progress->Update(2, 6);
   COLIBRI_ASSIGN_OR_RETURN(Json native, MeasureRead(plain, f.repeats));
+  COLIBRI_ASSIGN_OR_RETURN(Json reference, MeasureReference(plain, native, f.repeats));
   progress->Update(3, 6);
   COLIBRI_RETURN_IF_ERROR(traces::SynthesizeTrace(synth, zstd, zstd_options).status());
   COLIBRI_ASSIGN_OR_RETURN(Json compressed, MeasureRead(zstd, f.repeats));
@@ -215,6 +263,7 @@ Result<Json> BenchTrace(const BenchTraceFlags& f, Progress* progress) {
                 {"seed", f.seed}}},
               {"synthetic_trace", {{"requests", synth.requests}, {"records", made.records}, {"selections", made.selections}}},
               {"read_native", native},
+              {"read_libprotobuf_reference", reference},
               {"read_zstd", compressed},
               {"import_bmoe_csv_synthetic", import_synthetic},
               {"import_bmoe_csv_real", import_real},
@@ -223,15 +272,21 @@ Result<Json> BenchTrace(const BenchTraceFlags& f, Progress* progress) {
 
 void PrintHuman(const Json& r) {
   auto line = [](const char* what, const Json& j) {
-    std::printf("%-28s %8.1f M selections/s  %.3f bytes/selection  (raw read of the file takes %.0f%% of the decode time)\n",
-                what, j["selections_per_s"].get<double>() / 1e6, j["bytes_per_selection"].get<double>(),
-                100.0 / j["decode_over_raw_read_time"].get<double>());
+    std::printf("%-28s %8.1f M selections/s  %.3f bytes/selection\n", what, j["selections_per_s"].get<double>() / 1e6,
+                j["bytes_per_selection"].get<double>());
   };
   line("read native (uncompressed)", r["read_native"]);
+  line("read via libprotobuf (ref)", r["read_libprotobuf_reference"]);
+  std::printf("%-28s %8.2fx\n", "reader / libprotobuf", r["read_libprotobuf_reference"]["reader_over_reference"].get<double>());
   line("read native (zstd blocks)", r["read_zstd"]);
+  const Json& synthetic = r["import_bmoe_csv_synthetic"];
   std::printf("%-28s %8.2f M rows/s (%" PRIu64 " rows)\n", "import bmoe-csv (synthetic)",
-              r["import_bmoe_csv_synthetic"]["rows_per_s"].get<double>() / 1e6,
-              r["import_bmoe_csv_synthetic"]["rows"].get<uint64_t>());
+              synthetic["rows_per_s"].get<double>() / 1e6, synthetic["rows"].get<uint64_t>());
+  if (!synthetic["python_csv_reference"].is_null()) {
+    std::printf("%-28s %8.2f M rows/s, import is %.2fx faster\n", "python csv split (ref)",
+                synthetic["python_csv_reference"]["rows_per_s"].get<double>() / 1e6,
+                synthetic["import_over_reference"].get<double>());
+  }
   if (!r["import_bmoe_csv_real"].is_null()) {
     std::printf("%-28s %8.2f M rows/s (%" PRIu64 " rows)\n", "import bmoe-csv (real qwen)",
                 r["import_bmoe_csv_real"]["rows_per_s"].get<double>() / 1e6,
