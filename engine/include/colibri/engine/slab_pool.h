@@ -1,0 +1,53 @@
+// SlabPool: one allocation made at start-up, carved into equal slots and
+// addressed by slot index (offset = index x slot_bytes). No allocation on the
+// hot path; the byte budget is a hard limit (slots = budget / slot_bytes).
+// Used for the L2 host cache and, with CpuTransfer, the L1 "device" pool.
+//
+// Ownership: owns its memory. Thread-safety: not thread-safe; the engine
+// thread acquires and releases slots (readers of slot memory may be other
+// threads as long as the slot is held).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "colibri/status.h"
+
+namespace colibri::engine {
+
+class SlabPool {
+ public:
+  // A budget of 0 makes an empty pool (the tier is disabled). Any other budget
+  // below one slot is an error, as is a slot size that is not a multiple of
+  // `alignment_bytes`. `lock_memory` mlocks the pool (failure is an error).
+  static Result<std::unique_ptr<SlabPool>> Create(uint64_t budget_bytes, uint64_t slot_bytes,
+                                                  uint64_t alignment_bytes = 4096, bool lock_memory = false);
+  ~SlabPool();
+  SlabPool(const SlabPool&) = delete;
+  SlabPool& operator=(const SlabPool&) = delete;
+
+  uint32_t slot_count() const { return slot_count_; }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  uint32_t free_slots() const { return static_cast<uint32_t>(free_.size()); }
+  uint64_t used_bytes() const { return static_cast<uint64_t>(slot_count_ - free_slots()) * slot_bytes_; }
+
+  // A free slot (the lowest-numbered one, so runs are reproducible), or none.
+  std::optional<uint32_t> Acquire();
+  void Release(uint32_t slot);
+  std::byte* SlotData(uint32_t slot) const { return base_ + static_cast<uint64_t>(slot) * slot_bytes_; }
+  std::byte* base() const { return base_; }
+  uint64_t total_bytes() const { return static_cast<uint64_t>(slot_count_) * slot_bytes_; }
+
+ private:
+  SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, bool locked);
+  std::byte* base_;
+  uint32_t slot_count_;
+  uint64_t slot_bytes_;
+  bool locked_;
+  std::vector<uint32_t> free_;  // a min-heap of free slot indices
+};
+
+}  // namespace colibri::engine

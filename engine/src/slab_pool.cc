@@ -1,0 +1,68 @@
+#include "colibri/engine/slab_pool.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+
+namespace colibri::engine {
+
+Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t budget_bytes, uint64_t slot_bytes, uint64_t alignment_bytes,
+                                                   bool lock_memory) {
+  if (slot_bytes == 0 || alignment_bytes == 0 || slot_bytes % alignment_bytes != 0) {
+    return Status::InvalidArgument("slot size " + std::to_string(slot_bytes) + " is not a positive multiple of " +
+                                   std::to_string(alignment_bytes) + " bytes");
+  }
+  if (budget_bytes > 0 && budget_bytes < slot_bytes) {
+    return Status::InvalidArgument("budget " + std::to_string(budget_bytes) + " bytes is below one expert (" +
+                                   std::to_string(slot_bytes) + " bytes); use 0 to disable the tier");
+  }
+  const uint64_t slots = budget_bytes / slot_bytes;
+  if (slots > UINT32_MAX) return Status::InvalidArgument("budget holds more than 2^32 slots");
+  std::byte* base = nullptr;
+  if (slots > 0) {
+    void* memory = std::aligned_alloc(alignment_bytes, slots * slot_bytes);
+    if (memory == nullptr) {
+      return Status::InvalidArgument("cannot allocate " + std::to_string(slots * slot_bytes) + " bytes for the pool");
+    }
+    if (lock_memory && ::mlock(memory, slots * slot_bytes) != 0) {
+      const int error = errno;
+      std::free(memory);
+      return Status::InvalidArgument(std::string("mlock of the pool failed: ") + std::strerror(error) +
+                                     " (raise RLIMIT_MEMLOCK or run without locking)");
+    }
+    base = static_cast<std::byte*>(memory);
+  }
+  return std::unique_ptr<SlabPool>(new SlabPool(base, static_cast<uint32_t>(slots), slot_bytes, lock_memory));
+}
+
+SlabPool::SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, bool locked)
+    : base_(base), slot_count_(slot_count), slot_bytes_(slot_bytes), locked_(locked) {
+  free_.resize(slot_count);
+  for (uint32_t i = 0; i < slot_count; ++i) free_[i] = i;  // ascending: already a min-heap
+}
+
+SlabPool::~SlabPool() {
+  if (base_ == nullptr) return;
+  if (locked_) ::munlock(base_, total_bytes());
+  std::free(base_);
+}
+
+std::optional<uint32_t> SlabPool::Acquire() {
+  if (free_.empty()) return std::nullopt;
+  std::pop_heap(free_.begin(), free_.end(), std::greater<>());
+  const uint32_t slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void SlabPool::Release(uint32_t slot) {
+  free_.push_back(slot);
+  std::push_heap(free_.begin(), free_.end(), std::greater<>());
+}
+
+}  // namespace colibri::engine
