@@ -1,0 +1,125 @@
+// MoeEngine: executes MoE layer batches over the tiered expert cache.
+//
+// One Execute() call is one layer batch (one forward pass at one MoE layer):
+//   scheduling   the batch union (each distinct expert once, ascending id),
+//                L1 then L2 lookups (ExpertCache accounting), slot choices;
+//   nvme_read    L3 -> L2 reads for misses of both tiers (queue-depth bounded,
+//                overlapped with compute);
+//   host_to_device  L2 -> L1 copies;
+//   compute      each expert's FFN over the tokens routed to it, resident
+//                experts first while reads are in flight;
+//   aggregation  out[t] = sum over t's slots in rank order of weight x FFN output.
+// Tiers are not exclusive: a read lands in L2 and is copied to L1. A tier with
+// a budget of 0 is disabled (L1 = 0: compute from L2; L2 = 0: reads go to a
+// transient staging slot). An expert a tier cannot admit without evicting
+// another expert of the same batch goes through a staging slot instead; with
+// every staging slot busy, the rest wait for one (the batch runs in waves).
+// Budgets are never exceeded.
+//
+// Invariant (tested): the output is bit-identical whatever the budgets,
+// policies, queue depth or completion order, for a given compute backend:
+// each expert's FFN sees the same tokens, and aggregation order is fixed.
+//
+// Ownership: borrows the backends (they must outlive the engine); owns the
+// pools and caches. Thread-safety: one thread calls Execute at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "colibri/engine/compute.h"
+#include "colibri/engine/event_loop.h"
+#include "colibri/engine/expert_cache.h"
+#include "colibri/engine/expert_layout.h"
+#include "colibri/engine/observer.h"
+#include "colibri/engine/slab_pool.h"
+#include "colibri/engine/storage.h"
+#include "colibri/engine/transfer.h"
+#include "colibri/status.h"
+
+namespace colibri::engine {
+
+// What the engine needs to know about the model's experts.
+struct EngineModel {
+  uint32_t moe_layers = 0;
+  uint32_t experts = 0;
+  uint32_t top_k = 0;
+  ExpertLayout layout;                   // the same for every expert
+  std::vector<uint64_t> expert_offsets;  // [layer_index x experts + expert]: byte offset in the experts file
+};
+
+struct EngineOptions {
+  uint64_t l1_bytes = 0;  // 0 disables L1 (compute straight from L2)
+  uint64_t l2_bytes = 0;  // 0 disables L2 (every expert streams from NVMe)
+  std::string l1_policy = "lru";
+  std::string l2_policy = "lru";
+  uint32_t staging_slots = 4;  // transient slots for experts no tier admits
+};
+
+struct EngineBackends {
+  EventLoop* loop = nullptr;
+  StorageBackend* storage = nullptr;
+  TransferBackend* transfer = nullptr;
+  ComputeBackend* compute = nullptr;
+  EngineObserver* observer = nullptr;  // optional
+};
+
+// The routing of one layer batch: tokens x top_k ids in rank order (or
+// kDroppedExpert for a slot dropped by capacity) and their weights.
+struct LayerRouting {
+  size_t tokens = 0;
+  const uint32_t* expert_ids = nullptr;
+  const float* weights = nullptr;
+};
+
+struct TierCounters {
+  uint64_t lookups = 0;
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+};
+
+class MoeEngine {
+ public:
+  // Validates the model, options and backends (budgets below one expert,
+  // unknown policies, missing backends are clear errors) and carves the pools.
+  static Result<std::unique_ptr<MoeEngine>> Create(EngineModel model, const EngineOptions& options,
+                                                   const EngineBackends& backends);
+  ~MoeEngine();
+
+  // Runs one layer batch: `hidden` and `out` are routing.tokens x hidden fp32.
+  // `report` (optional) receives the batch's counts and step times; the
+  // observer, if any, gets it too.
+  Status Execute(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
+                 LayerBatchReport* report = nullptr);
+
+  const EngineModel& model() const { return model_; }
+  TierCounters l1_counters() const;
+  TierCounters l2_counters() const;
+  // Bytes of every pool the engine allocated (L1 + L2 + staging): its memory footprint for weights.
+  uint64_t pool_bytes() const;
+
+ private:
+  class Batch;
+  MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends);
+
+  EngineModel model_;
+  EngineOptions options_;
+  EngineBackends backends_;
+  std::unique_ptr<SlabPool> l1_pool_;
+  std::unique_ptr<SlabPool> l2_pool_;
+  std::unique_ptr<SlabPool> staging_pool_;
+  std::unique_ptr<ExpertCache> l1_cache_;  // null when L1 is disabled
+  std::unique_ptr<ExpertCache> l2_cache_;  // null when L2 is disabled
+  std::vector<int64_t> l1_slot_of_;        // [layer x experts + expert] -> slot, -1 when not resident
+  std::vector<int64_t> l2_slot_of_;
+  std::unique_ptr<EventSource> storage_source_;
+  // Scratch reused by every batch (no allocation on the hot path once warm).
+  std::vector<int32_t> work_of_;      // expert -> index in the batch union
+  std::vector<float> expert_out_;     // [token x top_k + slot] x hidden: each slot's FFN output
+  std::vector<float> x_buffer_;       // gathered inputs of one expert
+  std::vector<float> y_buffer_;       // its outputs
+};
+
+}  // namespace colibri::engine

@@ -1,0 +1,407 @@
+#include "colibri/engine/moe_engine.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+
+namespace colibri::engine {
+namespace {
+
+// Delivers a storage backend's completions to a per-batch callback.
+class StorageEventSource final : public EventSource {
+ public:
+  explicit StorageEventSource(StorageBackend* storage) : storage_(storage) {}
+  size_t pending() const override { return storage_->outstanding(); }
+  Status Poll(bool wait) override {
+    completions_.clear();
+    COLIBRI_RETURN_IF_ERROR(storage_->Poll(wait, &completions_));
+    for (const ReadCompletion& c : completions_) on_done(c);
+    return Status::Ok();
+  }
+  std::function<void(const ReadCompletion&)> on_done;
+
+ private:
+  StorageBackend* storage_;
+  std::vector<ReadCompletion> completions_;
+};
+
+// The tier's cache, or null when its pool is empty (the tier is disabled; the
+// policy name is still checked). The cache's byte budget is exactly the pool's
+// slots, so "fits" means "a slot is free".
+Result<std::unique_ptr<ExpertCache>> MakeTier(const std::string& policy, const SlabPool& pool, uint32_t layers) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p,
+                           MakeCachePolicy(policy, CachePolicyOptions{pool.total_bytes(), layers}));
+  if (pool.slot_count() == 0) return std::unique_ptr<ExpertCache>();
+  return std::make_unique<ExpertCache>(std::move(p), CacheMode::kHardBudget);
+}
+
+TierCounters CountersOf(const ExpertCache* cache) {
+  if (cache == nullptr) return {};
+  return TierCounters{cache->counters().lookups, cache->counters().hits, cache->counters().misses};
+}
+
+}  // namespace
+
+// State of one layer batch; lives only inside Execute().
+class MoeEngine::Batch {
+ public:
+  Batch(MoeEngine& engine, uint32_t layer, const float* hidden, const LayerRouting& routing, float* out)
+      : e_(engine), layer_(layer), hidden_(hidden), routing_(routing), out_(out), k_(engine.model_.top_k) {}
+
+  Status Run(LayerBatchReport* report) {
+    Clock& clock = *e_.backends_.loop;
+    const TimeNs start = clock.Now();
+    report->layer_index = layer_;
+    report->tokens = routing_.tokens;
+    COLIBRI_RETURN_IF_ERROR(FormUnion());
+    report->distinct_experts = static_cast<uint32_t>(works_.size());
+    LookUp(report);
+    Status status = Dispatch();
+    report->step_ns.scheduling = clock.Now() - start;
+    if (status.ok()) status = ComputeAll();
+    if (!status.ok()) {
+      Abandon();
+      return status;
+    }
+    const TimeNs aggregate_start = clock.Now();
+    Aggregate();
+    const TimeNs end = clock.Now();
+    report->step_ns.aggregation = end - aggregate_start;
+    report->step_ns.nvme_read = last_read_done_ > first_read_submit_ ? last_read_done_ - first_read_submit_ : 0;
+    report->step_ns.host_to_device = copy_ns_;
+    report->step_ns.compute = compute_ns_;
+    report->step_ns.total = end - start;
+    report->read_bytes = read_bytes_;
+    report->staged = staged_;
+    return Status::Ok();
+  }
+
+ private:
+  struct Work {
+    uint32_t expert = 0;
+    std::vector<uint32_t> assignments;  // indices t x k + s routed here, in token order
+    bool l1_hit = false;
+    bool l2_hit = false;
+    const std::byte* read_into = nullptr;  // destination of the NVMe read
+    int64_t staging_slot = -1;
+    const std::byte* data = nullptr;       // block to compute from, once ready
+  };
+
+  size_t Index(uint32_t expert) const { return static_cast<size_t>(layer_) * e_.model_.experts + expert; }
+  ExpertKey Key(const Work& w) const { return MakeExpertKey(layer_, w.expert); }
+
+  Status FormUnion() {
+    std::vector<int32_t>& work_of = e_.work_of_;
+    work_of.assign(e_.model_.experts, -1);
+    for (size_t a = 0; a < routing_.tokens * k_; ++a) {
+      const uint32_t id = routing_.expert_ids[a];
+      if (id == kDroppedExpert) continue;
+      if (id >= e_.model_.experts) {
+        return Status::InvalidArgument("routing: expert id " + std::to_string(id) + " out of range (" +
+                                       std::to_string(e_.model_.experts) + " experts)");
+      }
+      if (work_of[id] < 0) work_of[id] = 0;
+    }
+    for (uint32_t id = 0; id < e_.model_.experts; ++id) {  // ascending expert ids
+      if (work_of[id] < 0) continue;
+      work_of[id] = static_cast<int32_t>(works_.size());
+      works_.push_back(Work{id, {}, false, false, nullptr, -1, nullptr});
+    }
+    for (size_t a = 0; a < routing_.tokens * k_; ++a) {
+      const uint32_t id = routing_.expert_ids[a];
+      if (id != kDroppedExpert) works_[work_of[id]].assignments.push_back(static_cast<uint32_t>(a));
+    }
+    return Status::Ok();
+  }
+
+  // Every lookup of the union before any insert, L1 then L2 (ExpertCache's contract).
+  void LookUp(LayerBatchReport* report) {
+    if (e_.l1_cache_) e_.l1_cache_->BeginBatch();
+    if (e_.l2_cache_) e_.l2_cache_->BeginBatch();
+    for (Work& w : works_) {
+      w.l1_hit = e_.l1_cache_ && e_.l1_cache_->Lookup(Key(w));
+      if (!w.l1_hit) w.l2_hit = e_.l2_cache_ && e_.l2_cache_->Lookup(Key(w));
+      report->l1_hits += w.l1_hit;
+      report->l2_hits += w.l2_hit;
+      report->nvme_reads += !w.l1_hit && !w.l2_hit;
+    }
+  }
+
+  // Admits `w` to a tier, freeing the slots of what it evicts. The slot, or -1.
+  int64_t Admit(ExpertCache* cache, SlabPool* pool, std::vector<int64_t>* slot_of, const Work& w) {
+    if (cache == nullptr) return -1;
+    evicted_.clear();
+    if (!cache->Insert(Key(w), e_.model_.layout.block_bytes, &evicted_)) return -1;
+    for (ExpertKey victim : evicted_) {
+      int64_t& slot = (*slot_of)[static_cast<size_t>(LayerIndexOf(victim)) * e_.model_.experts + ExpertOf(victim)];
+      pool->Release(static_cast<uint32_t>(slot));
+      slot = -1;
+    }
+    const uint32_t slot = *pool->Acquire();  // the cache's budget equals the pool's slots
+    (*slot_of)[Index(w.expert)] = slot;
+    return slot;
+  }
+
+  Status Dispatch() {
+    for (size_t i = 0; i < works_.size(); ++i) {
+      Work& w = works_[i];
+      if (w.l1_hit) {
+        w.data = e_.l1_pool_->SlotData(static_cast<uint32_t>(e_.l1_slot_of_[Index(w.expert)]));
+        ready_.push_back(i);
+      } else if (w.l2_hit) {
+        COLIBRI_RETURN_IF_ERROR(MakeReady(i, e_.l2_pool_->SlotData(static_cast<uint32_t>(e_.l2_slot_of_[Index(w.expert)]))));
+      } else {
+        const int64_t slot = Admit(e_.l2_cache_.get(), e_.l2_pool_.get(), &e_.l2_slot_of_, w);
+        if (slot >= 0) {
+          w.read_into = e_.l2_pool_->SlotData(static_cast<uint32_t>(slot));
+          COLIBRI_RETURN_IF_ERROR(SubmitRead(i));
+        } else {
+          waiting_.push_back(i);
+        }
+      }
+    }
+    return SubmitWaiting();
+  }
+
+  // Starts reads of experts no tier admitted, as staging slots allow.
+  Status SubmitWaiting() {
+    while (!waiting_.empty()) {
+      std::optional<uint32_t> slot = e_.staging_pool_->Acquire();
+      if (!slot) return Status::Ok();
+      Work& w = works_[waiting_.front()];
+      w.staging_slot = *slot;
+      w.read_into = e_.staging_pool_->SlotData(*slot);
+      ++staged_;
+      const size_t i = waiting_.front();
+      waiting_.pop_front();
+      COLIBRI_RETURN_IF_ERROR(SubmitRead(i));
+    }
+    return Status::Ok();
+  }
+
+  Status SubmitRead(size_t i) {
+    const Work& w = works_[i];
+    ReadRequest request;
+    request.offset = e_.model_.expert_offsets[Index(w.expert)];
+    request.bytes = e_.model_.layout.block_bytes;
+    request.buffer = const_cast<std::byte*>(w.read_into);
+    request.tag = i;
+    if (reads_submitted_++ == 0) first_read_submit_ = e_.backends_.loop->Now();
+    return e_.backends_.storage->Submit(request);
+  }
+
+  void OnReadDone(const ReadCompletion& c) {
+    last_read_done_ = std::max(last_read_done_, c.complete_ns);
+    if (!c.status.ok()) {
+      if (failure_.ok()) failure_ = c.status.WithPrefix("reading expert " + std::to_string(works_[c.tag].expert) +
+                                                       " of MoE layer " + std::to_string(layer_));
+      return;
+    }
+    read_bytes_ += c.bytes;
+    Status s = MakeReady(c.tag, works_[c.tag].read_into);
+    if (!s.ok() && failure_.ok()) failure_ = s;
+  }
+
+  // The block of works_[i] is in host memory at `host`: copy it to L1 when L1
+  // admits it, else compute from where it is. (Copies are waited for at once:
+  // CpuTransfer completes them inside Copy; an asynchronous transfer backend
+  // will complete them through the event loop like reads.)
+  Status MakeReady(size_t i, const std::byte* host) {
+    Work& w = works_[i];
+    const int64_t slot = Admit(e_.l1_cache_.get(), e_.l1_pool_.get(), &e_.l1_slot_of_, w);
+    if (slot < 0) {
+      w.data = host;
+      ready_.push_back(i);
+      return Status::Ok();
+    }
+    std::byte* device = e_.l1_pool_->SlotData(static_cast<uint32_t>(slot));
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Copy(device, host, e_.model_.layout.block_bytes, i));
+    copies_.clear();
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Poll(true, &copies_));
+    for (const TransferCompletion& c : copies_) {
+      COLIBRI_RETURN_IF_ERROR(c.status);
+      copy_ns_ += c.complete_ns - c.submit_ns;
+    }
+    w.data = device;
+    ready_.push_back(i);
+    return Status::Ok();
+  }
+
+  Status ComputeAll() {
+    StorageEventSource& source = static_cast<StorageEventSource&>(*e_.storage_source_);
+    source.on_done = [this](const ReadCompletion& c) { OnReadDone(c); };
+    size_t computed = 0;
+    while (computed < works_.size()) {
+      if (!failure_.ok()) break;
+      if (ready_.empty()) {
+        COLIBRI_RETURN_IF_ERROR(e_.backends_.loop->RunUntil([this] { return !ready_.empty() || !failure_.ok(); }));
+        if (ready_.empty() && failure_.ok()) return Status::Internal("layer batch stalled: no expert ready, no read pending");
+        continue;
+      }
+      const size_t i = ready_.front();
+      ready_.pop_front();
+      COLIBRI_RETURN_IF_ERROR(ComputeOne(works_[i]));
+      ++computed;
+    }
+    source.on_done = nullptr;
+    return failure_;
+  }
+
+  // After a failure: waits for reads still in flight (no buffer is written
+  // after we return), frees staging slots and forgets L2 entries whose data
+  // never arrived.
+  void Abandon() {
+    static_cast<StorageEventSource&>(*e_.storage_source_).on_done = nullptr;
+    DrainReads();
+    for (Work& w : works_) {
+      if (w.staging_slot >= 0) {
+        e_.staging_pool_->Release(static_cast<uint32_t>(w.staging_slot));
+        w.staging_slot = -1;
+        continue;
+      }
+      const bool read_into_l2 = w.read_into != nullptr;
+      if (!read_into_l2 || w.data != nullptr) continue;
+      e_.l2_cache_->Erase(Key(w));
+      int64_t& slot = e_.l2_slot_of_[Index(w.expert)];
+      e_.l2_pool_->Release(static_cast<uint32_t>(slot));
+      slot = -1;
+    }
+  }
+
+  void DrainReads() {
+    std::vector<ReadCompletion> ignored;
+    while (e_.backends_.storage->outstanding() > 0) {
+      ignored.clear();
+      if (!e_.backends_.storage->Poll(true, &ignored).ok()) break;
+    }
+  }
+
+  Status ComputeOne(Work& w) {
+    const uint32_t hidden = e_.model_.layout.hidden;
+    const size_t n = w.assignments.size();
+    std::vector<float>& x = e_.x_buffer_;
+    std::vector<float>& y = e_.y_buffer_;
+    x.resize(n * hidden);
+    y.resize(n * hidden);
+    for (size_t r = 0; r < n; ++r) {
+      const size_t token = w.assignments[r] / k_;
+      std::copy_n(hidden_ + token * hidden, hidden, x.data() + r * hidden);
+    }
+    const TimeNs start = e_.backends_.loop->Now();
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.compute->ExpertFfn(ExpertView{&e_.model_.layout, w.data}, x.data(), n, y.data()));
+    compute_ns_ += e_.backends_.loop->Now() - start;
+    for (size_t r = 0; r < n; ++r) {
+      std::copy_n(y.data() + r * hidden, hidden, e_.expert_out_.data() + static_cast<size_t>(w.assignments[r]) * hidden);
+    }
+    if (w.staging_slot >= 0) {
+      e_.staging_pool_->Release(static_cast<uint32_t>(w.staging_slot));
+      w.staging_slot = -1;
+      COLIBRI_RETURN_IF_ERROR(SubmitWaiting());
+    }
+    return Status::Ok();
+  }
+
+  // out[t] = sum over slots s in rank order of weight[t][s] x FFN output: a fixed order.
+  void Aggregate() {
+    const uint32_t hidden = e_.model_.layout.hidden;
+    for (size_t t = 0; t < routing_.tokens; ++t) {
+      float* dst = out_ + t * hidden;
+      std::fill_n(dst, hidden, 0.0f);
+      for (uint32_t s = 0; s < k_; ++s) {
+        const size_t a = t * k_ + s;
+        if (routing_.expert_ids[a] == kDroppedExpert) continue;
+        const float weight = routing_.weights[a];
+        const float* src = e_.expert_out_.data() + a * hidden;
+        for (uint32_t h = 0; h < hidden; ++h) dst[h] += weight * src[h];
+      }
+    }
+  }
+
+  MoeEngine& e_;
+  const uint32_t layer_;
+  const float* hidden_;
+  const LayerRouting& routing_;
+  float* out_;
+  const uint32_t k_;
+  std::vector<Work> works_;
+  std::deque<size_t> ready_;
+  std::deque<size_t> waiting_;
+  std::vector<ExpertKey> evicted_;
+  std::vector<TransferCompletion> copies_;
+  Status failure_;
+  uint64_t reads_submitted_ = 0;
+  uint64_t read_bytes_ = 0;
+  uint32_t staged_ = 0;
+  TimeNs first_read_submit_ = 0;
+  TimeNs last_read_done_ = 0;
+  TimeNs copy_ns_ = 0;
+  TimeNs compute_ns_ = 0;
+};
+
+MoeEngine::MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends)
+    : model_(std::move(model)), options_(std::move(options)), backends_(backends) {}
+
+MoeEngine::~MoeEngine() = default;
+
+Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const EngineOptions& options,
+                                                     const EngineBackends& backends) {
+  if (!backends.loop || !backends.storage || !backends.transfer || !backends.compute) {
+    return Status::InvalidArgument("engine needs an event loop, storage, transfer and compute backend");
+  }
+  if (model.moe_layers == 0 || model.experts == 0 || model.top_k == 0 || model.top_k > model.experts) {
+    return Status::InvalidArgument("engine model: layers, experts and top_k must be positive, top_k <= experts");
+  }
+  if (model.expert_offsets.size() != static_cast<size_t>(model.moe_layers) * model.experts) {
+    return Status::InvalidArgument("engine model: expert_offsets must hold layers x experts entries");
+  }
+  const uint64_t block = model.layout.block_bytes;
+  const uint32_t alignment = backends.storage->caps().alignment_bytes;
+  if (block == 0 || block % alignment != 0) {
+    return Status::InvalidArgument("expert block of " + std::to_string(block) + " bytes is not a multiple of the storage alignment (" +
+                                   std::to_string(alignment) + ")");
+  }
+  for (uint64_t offset : model.expert_offsets) {
+    if (offset % alignment != 0) return Status::InvalidArgument("expert offset " + std::to_string(offset) + " is not aligned to " + std::to_string(alignment));
+  }
+  if (options.staging_slots == 0) return Status::InvalidArgument("staging_slots must be at least 1");
+  std::unique_ptr<MoeEngine> engine(new MoeEngine(std::move(model), options, backends));
+  MoeEngine& e = *engine;
+  COLIBRI_ASSIGN_OR_RETURN(e.l1_pool_, backends.transfer->CreateDevicePool(options.l1_bytes, block));
+  COLIBRI_RETURN_IF_ERROR(e.l1_pool_ ? Status::Ok() : Status::Internal("no L1 pool"));
+  auto l2 = SlabPool::Create(options.l2_bytes, block);
+  if (!l2.ok()) return l2.status().WithPrefix("--l2-bytes");
+  e.l2_pool_ = std::move(l2).value();
+  COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, SlabPool::Create(options.staging_slots * block, block));
+  COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_, MakeTier(options.l1_policy, *e.l1_pool_, e.model_.moe_layers));
+  COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_, MakeTier(options.l2_policy, *e.l2_pool_, e.model_.moe_layers));
+  const size_t entries = static_cast<size_t>(e.model_.moe_layers) * e.model_.experts;
+  e.l1_slot_of_.assign(entries, -1);
+  e.l2_slot_of_.assign(entries, -1);
+  e.storage_source_ = std::make_unique<StorageEventSource>(backends.storage);
+  backends.loop->AddSource(e.storage_source_.get());
+  return engine;
+}
+
+Status MoeEngine::Execute(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
+                          LayerBatchReport* report) {
+  if (layer_index >= model_.moe_layers) {
+    return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range");
+  }
+  expert_out_.resize(routing.tokens * model_.top_k * model_.layout.hidden);
+  LayerBatchReport local;
+  LayerBatchReport& r = report != nullptr ? *report : local;
+  r = LayerBatchReport{};
+  Batch batch(*this, layer_index, hidden, routing, out);
+  COLIBRI_RETURN_IF_ERROR(batch.Run(&r));
+  if (backends_.observer != nullptr) backends_.observer->OnLayerBatch(r);
+  return Status::Ok();
+}
+
+TierCounters MoeEngine::l1_counters() const { return CountersOf(l1_cache_.get()); }
+TierCounters MoeEngine::l2_counters() const { return CountersOf(l2_cache_.get()); }
+
+uint64_t MoeEngine::pool_bytes() const {
+  return l1_pool_->total_bytes() + l2_pool_->total_bytes() + staging_pool_->total_bytes();
+}
+
+}  // namespace colibri::engine
