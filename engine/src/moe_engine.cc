@@ -4,6 +4,8 @@
 #include <deque>
 #include <functional>
 
+#include "colibri/engine/router.h"
+
 namespace colibri::engine {
 namespace {
 
@@ -384,15 +386,74 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
 
 Status MoeEngine::Execute(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
                           LayerBatchReport* report) {
+  LayerBatchReport local;
+  LayerBatchReport& r = report != nullptr ? *report : local;
+  COLIBRI_RETURN_IF_ERROR(Run(layer_index, hidden, routing, out, &r));
+  if (backends_.observer != nullptr) backends_.observer->OnLayerBatch(r);
+  return Status::Ok();
+}
+
+Status MoeEngine::Run(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
+                      LayerBatchReport* report) {
   if (layer_index >= model_.moe_layers) {
     return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range");
   }
   expert_out_.resize(routing.tokens * model_.top_k * model_.layout.hidden);
+  *report = LayerBatchReport{};
+  Batch batch(*this, layer_index, hidden, routing, out);
+  return batch.Run(report);
+}
+
+EngineModel EngineModelOf(const Model& model) {
+  const ModelConfig& c = model.config();
+  EngineModel m;
+  m.moe_layers = c.layers();
+  m.experts = c.experts;
+  m.top_k = c.top_k;
+  m.layout = c.layout;
+  m.renormalize = c.norm_topk_prob;
+  m.expert_capacity = c.expert_capacity;
+  for (uint32_t l = 0; l < c.layers(); ++l) {
+    for (uint32_t e = 0; e < c.experts; ++e) m.expert_offsets.push_back(model.ExpertOffset(l, e));
+    m.gate_weights.push_back(model.GateWeight(l));
+    m.gate_biases.push_back(model.GateBias(l));
+  }
+  return m;
+}
+
+Status MoeEngine::Forward(uint32_t layer_index, const float* hidden, size_t tokens, float* out,
+                          LayerBatchReport* report) {
+  if (layer_index >= model_.moe_layers || layer_index >= model_.gate_weights.size()) {
+    return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range or without a router");
+  }
+  const TimeNs start = backends_.loop->Now();
+  const uint32_t experts = model_.experts, k = model_.top_k;
+  logits_.resize(tokens * experts);
+  routed_ids_.resize(tokens * k);
+  routed_weights_.resize(tokens * k);
+  COLIBRI_RETURN_IF_ERROR(backends_.compute->GateGemv(model_.gate_weights[layer_index], model_.gate_biases[layer_index],
+                                                      experts, model_.layout.hidden, hidden, tokens, logits_.data()));
+  for (size_t t = 0; t < tokens; ++t) {
+    COLIBRI_RETURN_IF_ERROR(RouteTopK(logits_.data() + t * experts, experts, k, model_.renormalize,
+                                      routed_ids_.data() + t * k, routed_weights_.data() + t * k)
+                                .WithPrefix("routing token " + std::to_string(t) + " of MoE layer " +
+                                            std::to_string(layer_index)));
+  }
+  kept_ids_ = routed_ids_;
+  kept_weights_ = routed_weights_;
+  COLIBRI_ASSIGN_OR_RETURN(CapacityStats dropped, ApplyExpertCapacity(kept_ids_.data(), kept_weights_.data(), tokens,
+                                                                      k, experts, model_.expert_capacity));
+  const TimeNs routing_ns = backends_.loop->Now() - start;
+  if (backends_.observer != nullptr) {
+    backends_.observer->OnRouting(RoutingDecision{layer_index, tokens, k, experts, model_.layout.hidden,
+                                                  routed_ids_.data(), routed_weights_.data(), logits_.data(), hidden});
+  }
   LayerBatchReport local;
   LayerBatchReport& r = report != nullptr ? *report : local;
-  r = LayerBatchReport{};
-  Batch batch(*this, layer_index, hidden, routing, out);
-  COLIBRI_RETURN_IF_ERROR(batch.Run(&r));
+  COLIBRI_RETURN_IF_ERROR(Run(layer_index, hidden, LayerRouting{tokens, kept_ids_.data(), kept_weights_.data()}, out, &r));
+  r.step_ns.routing = routing_ns;
+  r.step_ns.total += routing_ns;
+  r.dropped_assignments = static_cast<uint32_t>(dropped.dropped_slots);
   if (backends_.observer != nullptr) backends_.observer->OnLayerBatch(r);
   return Status::Ok();
 }

@@ -1,28 +1,18 @@
 // `colibri trace inspect|validate|stats|slice|merge|synth` run as a process:
 // exit codes (0 ok, 1 check failed, 2 bad input), --json documents and keys.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
-#include <nlohmann/json.hpp>
-
-#include "../traces/test_util.h"
+#include "cli_test_util.h"
 #include "colibri/traces/synth.h"
 
 namespace colibri::traces {
 namespace {
 
 using Json = nlohmann::json;
+using cli_testing::Outcome;
 using testing::ReadFileBytes;
 using testing::TempDir;
 using testing::WriteFileBytes;
-
-struct Outcome {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-  Json json() const { return Json::parse(out); }
-};
 
 class TraceCliTest : public ::testing::Test {
  protected:
@@ -37,19 +27,7 @@ class TraceCliTest : public ::testing::Test {
   }
 
   // Runs `colibri <args>`, capturing stdout and stderr.
-  Outcome Colibri(const std::string& args) const {
-    const std::string err_path = dir_.File("stderr.txt");
-    const std::string command = std::string(COLIBRI_BINARY) + " " + args + " 2>" + err_path;
-    Outcome run;
-    FILE* pipe = ::popen(command.c_str(), "r");
-    char buffer[4096];
-    size_t n;
-    while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) run.out.append(buffer, n);
-    const int status = ::pclose(pipe);
-    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    run.err = ReadFileBytes(err_path);
-    return run;
-  }
+  Outcome Colibri(const std::string& args) const { return cli_testing::RunColibri(args, dir_.path()); }
 
   // A copy of the trace with `edit` applied to its bytes.
   std::string EditedCopy(const std::string& name, void (*edit)(std::string*)) const {

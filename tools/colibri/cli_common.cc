@@ -117,6 +117,16 @@ Json ToJson(const TraceOutputFlags& flags) {
 
 void PrintJson(const Json& doc) { std::cout << doc.dump(2) << "\n"; }
 
+int Emit(const Result<Json>& result, bool json, void (*human)(const Json&)) {
+  if (!result.ok()) return Fail(result.status());
+  if (json) {
+    PrintJson(result.value());
+  } else {
+    human(result.value());
+  }
+  return kExitOk;
+}
+
 namespace {
 int64_t WallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())

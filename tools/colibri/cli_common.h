@@ -50,6 +50,11 @@ Json ToJson(const TraceOutputFlags& flags);
 // Prints a JSON document to stdout followed by a newline.
 void PrintJson(const Json& doc);
 
+// Ends a command that computed `result`: on error prints it and returns its
+// exit code; otherwise prints the JSON document (`json`) or calls `human`
+// with it, and returns kExitOk.
+int Emit(const Result<Json>& result, bool json, void (*human)(const Json&));
+
 // A single progress line on stderr, redrawn at most a few times a second,
 // printed only when stderr is a terminal. Not thread-safe.
 class Progress {

@@ -314,21 +314,16 @@ void AddBenchTrace(CLI::App* bench, int* exit_code) {
     Progress progress("bench trace");
     auto result = BenchTrace(*flags, &progress);
     progress.Done();
-    if (!result.ok()) {
-      *exit_code = Fail(result.status());
-      return;
-    }
-    if (flags->json) {
-      PrintJson(result.value());
-    } else {
-      PrintHuman(result.value());
-    }
-    *exit_code = kExitOk;
+    *exit_code = Emit(result, flags->json, &PrintHuman);
   });
 }
 
 }  // namespace
 
-void AddBenchCommands(CLI::App* bench, int* exit_code) { AddBenchTrace(bench, exit_code); }
+void AddBenchCommands(CLI::App* bench, int* exit_code) {
+  AddBenchTrace(bench, exit_code);
+  AddBenchIoCommand(bench, exit_code);
+  AddBenchComputeCommand(bench, exit_code);
+}
 
 }  // namespace colibri::cli

@@ -171,8 +171,9 @@ void PrintInspectText(const Json& doc) {
   const Json& provenance = doc["provenance"];
   std::cout << doc["file"].get<std::string>() << ": Colibri trace v" << doc["format_version"] << ", compression "
             << doc["compression"].get<std::string>() << "\n"
-            << "model        " << model["model_name"].get<std::string>() << ": " << doc["layers"] << " MoE layers of "
-            << model["total_layers"] << ", " << model["experts_per_layer"] << " experts, top-" << doc["top_k"]
+            << "model        " << model["model_name"].get<std::string>() << ": " << doc["layers"] << " MoE layers"
+            << (model["total_layers"].get<uint32_t>() > 0 ? " of " + model["total_layers"].dump() : std::string())
+            << ", " << model["experts_per_layer"] << " experts, top-" << doc["top_k"]
             << ", dtype " << model["dtype"].get<std::string>() << ", token cycle " << model["token_cycle_bytes"]
             << " bytes\n"
             << "provenance   " << OrDash(provenance["source_engine"]) << " via " << OrDash(provenance["importer"])

@@ -10,5 +10,9 @@ void AddTraceImportCommand(CLI::App* trace, int* exit_code);    // cmd_trace_imp
 void AddTraceSynthCommand(CLI::App* trace, int* exit_code);     // cmd_trace_synth.cc
 void AddTraceInspectCommands(CLI::App* trace, int* exit_code);  // cmd_trace_inspect.cc: inspect validate stats slice merge
 void AddBenchCommands(CLI::App* bench, int* exit_code);         // cmd_bench.cc
+void AddModelCommands(CLI::App* model, int* exit_code);  // cmd_model.cc: synth export quantize verify
+void AddRunCommand(CLI::App* app, int* exit_code);               // cmd_run.cc
+void AddBenchComputeCommand(CLI::App* bench, int* exit_code);   // cmd_bench_compute.cc
+void AddBenchIoCommand(CLI::App* bench, int* exit_code);        // cmd_bench_io.cc
 
 }  // namespace colibri::cli

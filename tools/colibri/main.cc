@@ -18,6 +18,12 @@ int main(int argc, char** argv) {
   colibri::cli::AddTraceSynthCommand(trace, &exit_code);
   colibri::cli::AddTraceInspectCommands(trace, &exit_code);
 
+  CLI::App* model = app.add_subcommand("model", "Write, convert and verify models in the Colibri on-disk format");
+  model->require_subcommand(1);
+  colibri::cli::AddModelCommands(model, &exit_code);
+
+  colibri::cli::AddRunCommand(&app, &exit_code);
+
   CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks, side by side with reference tools");
   bench->require_subcommand(1);
   colibri::cli::AddBenchCommands(bench, &exit_code);

@@ -33,6 +33,7 @@
 #include "colibri/engine/event_loop.h"
 #include "colibri/engine/expert_cache.h"
 #include "colibri/engine/expert_layout.h"
+#include "colibri/engine/model.h"
 #include "colibri/engine/observer.h"
 #include "colibri/engine/slab_pool.h"
 #include "colibri/engine/storage.h"
@@ -48,7 +49,16 @@ struct EngineModel {
   uint32_t top_k = 0;
   ExpertLayout layout;                   // the same for every expert
   std::vector<uint64_t> expert_offsets;  // [layer_index x experts + expert]: byte offset in the experts file
+  // Router, for Forward(): per layer, experts x hidden fp32 weights and an
+  // optional bias (borrowed: they must outlive the engine).
+  std::vector<const float*> gate_weights;
+  std::vector<const float*> gate_biases;
+  bool renormalize = false;       // renormalise the kept top-k weights
+  uint32_t expert_capacity = 0;   // tokens per expert per layer batch; 0 = unlimited
 };
+
+// The engine's view of an opened model (borrows its gating weights).
+EngineModel EngineModelOf(const Model& model);
 
 struct EngineOptions {
   uint64_t l1_bytes = 0;  // 0 disables L1 (compute straight from L2)
@@ -88,6 +98,12 @@ class MoeEngine {
                                                    const EngineBackends& backends);
   ~MoeEngine();
 
+  // Routes one layer batch (gate GEMV on the compute backend, softmax top-k,
+  // expert capacity), tells the observer, then executes it. `hidden` and
+  // `out` are tokens x hidden fp32.
+  Status Forward(uint32_t layer_index, const float* hidden, size_t tokens, float* out,
+                 LayerBatchReport* report = nullptr);
+
   // Runs one layer batch: `hidden` and `out` are routing.tokens x hidden fp32.
   // `report` (optional) receives the batch's counts and step times; the
   // observer, if any, gets it too.
@@ -103,6 +119,9 @@ class MoeEngine {
  private:
   class Batch;
   MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends);
+  // Execute without telling the observer.
+  Status Run(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
+             LayerBatchReport* report);
 
   EngineModel model_;
   EngineOptions options_;
@@ -120,6 +139,11 @@ class MoeEngine {
   std::vector<float> expert_out_;     // [token x top_k + slot] x hidden: each slot's FFN output
   std::vector<float> x_buffer_;       // gathered inputs of one expert
   std::vector<float> y_buffer_;       // its outputs
+  std::vector<float> logits_;         // routing scratch: tokens x experts
+  std::vector<uint32_t> routed_ids_;  // tokens x top_k
+  std::vector<float> routed_weights_;
+  std::vector<uint32_t> kept_ids_;    // after capacity drops
+  std::vector<float> kept_weights_;
 };
 
 }  // namespace colibri::engine

@@ -11,19 +11,23 @@
 
 namespace colibri::engine {
 
-// Routing of one layer batch, in token order. Slots dropped by expert
-// capacity hold kDroppedExpert with weight 0.
+// In a LayerRouting given to MoeEngine::Execute, a slot dropped by expert
+// capacity holds kDroppedExpert (its weight is ignored).
 inline constexpr uint32_t kDroppedExpert = UINT32_MAX;
 
+// The router's decision for one layer batch, in token order: its top-k as
+// chosen, before capacity drops (those are counted in LayerBatchReport), so
+// that replaying the decision reproduces the same selections.
 struct RoutingDecision {
   uint32_t layer_index = 0;
   size_t tokens = 0;
   uint32_t top_k = 0;
   uint32_t experts = 0;
+  uint32_t hidden_size = 0;
   const uint32_t* expert_ids = nullptr;  // tokens x top_k, rank order
   const float* weights = nullptr;        // tokens x top_k
   const float* logits = nullptr;         // tokens x experts, or null (routing given, not computed)
-  const float* hidden = nullptr;         // tokens x hidden: the router's input
+  const float* hidden = nullptr;         // tokens x hidden_size: the router's input
 };
 
 // Wall (or simulated) time spent in each step of one layer batch, in ns. Steps

@@ -4,9 +4,15 @@
 // Implementations: UringStorage (io_uring, O_DIRECT, registered buffers,
 // bounded queue depth), PreadStorage (portable fallback), and later the
 // modelled SimStorage. All share one contract, tested by one conformance
-// suite: every submitted read completes exactly once, through Poll(), with
-// its tag, status and byte count; reads beyond the queue depth wait inside
-// the backend (counted in queue_full_events) and are issued in submission order.
+// suite (tests/engine/storage_conformance_test.cc): every accepted read
+// completes exactly once, through Poll(), with its tag, status and byte count;
+// at most queue_depth reads are in flight; reads beyond the queue depth wait
+// inside the backend (counted in queue_full_events) and are issued in
+// submission order. Completion ORDER is not part of the contract: UringStorage
+// completes in whatever order the device finishes, PreadStorage in submission
+// order. A read's buffer belongs to the backend from Submit until its
+// completion is returned (or the backend is destroyed: destruction waits for
+// reads in flight and drops their completions).
 // Thread-safety: not thread-safe; one engine thread submits and polls.
 #pragma once
 
@@ -46,13 +52,17 @@ struct StorageOptions {
   const Clock* clock = nullptr;  // required; owned by the caller, outlives the backend
   uint32_t queue_depth = 32;
   bool direct_io = true;        // O_DIRECT; falls back (with a warning) where the file system refuses it
-  std::vector<void*> registered_buffers;  // optional: buffers to register with the kernel (io_uring)
+  // Optional: buffers to register with the kernel (io_uring; pread ignores them).
+  // A read whose buffer lies inside one is issued as IORING_OP_READ_FIXED.
+  // They must outlive the backend.
+  std::vector<void*> registered_buffers;
   uint64_t registered_buffer_bytes = 0;   // length of each registered buffer
 };
 
 struct StorageCounters {
-  uint64_t reads = 0;
-  uint64_t read_bytes = 0;
+  uint64_t reads = 0;        // reads completed successfully
+  uint64_t read_bytes = 0;   // bytes of those reads
+  uint64_t read_errors = 0;  // reads completed with an error status
   uint64_t queue_full_events = 0;  // submissions that had to wait for a free queue slot
 };
 
@@ -61,10 +71,16 @@ class StorageBackend {
   virtual ~StorageBackend() = default;
   virtual const StorageCaps& caps() const = 0;
   virtual const StorageCounters& counters() const = 0;
-  // Queues a read. Errors only for a request that breaks the caps (alignment, range).
+  // Queues a read. Errors: InvalidArgument for a request that breaks the caps
+  // (alignment, range, null buffer, 0 bytes), which is then not queued; or
+  // IoError when the backend itself fails (io_uring_submit), after which it
+  // is unusable.
   virtual Status Submit(const ReadRequest& request) = 0;
   // Appends finished reads to `out`. With `wait`, blocks until at least one
-  // read finishes (returns at once when none is outstanding).
+  // read finishes (returns at once when none is outstanding). A synchronous
+  // backend (pread) performs its waiting reads here, with or without `wait`.
+  // An error Status means the backend itself failed (e.g. the ring), not a read:
+  // a failed read is a completion with a non-OK status.
   virtual Status Poll(bool wait, std::vector<ReadCompletion>* out) = 0;
   // Reads submitted and not yet returned by Poll().
   virtual size_t outstanding() const = 0;
@@ -72,7 +88,11 @@ class StorageBackend {
   virtual const std::string& warning() const = 0;
 };
 
-// Opens `path` read-only. Clear errors for a missing file or an unusable option.
+// Opens `path` (a regular file or a block device) read-only. Errors: NotFound
+// for a missing file; InvalidArgument for a null clock, queue depth 0 or above
+// 32768, bad registered buffers; Unsupported from OpenUringStorage when the
+// kernel refuses io_uring (ENOSYS, EPERM: fall back to OpenPreadStorage);
+// IoError for anything else the OS refuses.
 Result<std::unique_ptr<StorageBackend>> OpenUringStorage(const std::string& path, const StorageOptions& options);
 Result<std::unique_ptr<StorageBackend>> OpenPreadStorage(const std::string& path, const StorageOptions& options);
 

@@ -1,0 +1,83 @@
+// `colibri run` end to end on a small synthetic model: the output digest is
+// the same whatever the placement (budgets, policy, queue depth, threads,
+// storage backend), the JSON has the documented keys, the recorded trace
+// re-reads, and bad input is exit code 2 with a clear message.
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+
+namespace colibri::cli {
+namespace {
+
+using cli_testing::Outcome;
+using cli_testing::RunColibri;
+
+class RunCliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new traces::testing::TempDir();
+    // 3 layers x 8 experts, top-2, H=64 I=32 bf16: 12 KiB blocks.
+    const Outcome synth = RunColibri("model synth --layers 3 --experts 8 --top-k 2 --hidden 64 --intermediate 32 "
+                                     "--dtype bf16 --seed 5 -o " + dir_->File("model"), dir_->path());
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  Outcome Run(const std::string& flags) const {
+    return RunColibri("run --model " + dir_->File("model") + " --requests 3 --prefill 5 --tokens 6 --json " + flags,
+                      dir_->path());
+  }
+  static traces::testing::TempDir* dir_;
+};
+traces::testing::TempDir* RunCliTest::dir_ = nullptr;
+
+TEST_F(RunCliTest, OutputDigestDoesNotDependOnPlacement) {
+  const Outcome base = Run("--l2-bytes 1G");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  const nlohmann::json j = base.json();
+  for (const char* key : {"output_digest", "tokens_per_s", "steps", "hit_pct_decode", "hit_pct_cum", "read_bytes",
+                          "peak_rss_bytes", "config"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["steps"].get<uint64_t>(), (3u * 5 + 3u * 6) * 3);  // (token, layer) steps
+  EXPECT_TRUE(j["step_latency_ns"]["nvme_read"].contains("p99"));
+  EXPECT_TRUE(j["cache"]["l2"].contains("hit_pct_cum"));
+  EXPECT_GT(j["hit_pct_cum"].get<double>(), 0.0);
+  for (const char* flags : {"--l2-bytes 0", "--l2-bytes 48K --policy layer", "--l1-bytes 24K --l2-bytes 96K",
+                            "--l2-bytes 1G --queue-depth 1 --storage pread --threads 2", "--l2-bytes 0 --no-direct",
+                            "--l1-bytes 1M --l2-bytes 0 --staging-slots 1"}) {
+    const Outcome other = Run(flags);
+    ASSERT_EQ(other.exit_code, 0) << flags << ": " << other.err;
+    EXPECT_EQ(other.json()["output_digest"], j["output_digest"]) << flags;
+  }
+}
+
+TEST_F(RunCliTest, RecordsATraceThatReReads) {
+  const std::string trace = dir_->File("run.ctrace");
+  const Outcome run = Run("--record " + trace + " --record-logits --record-hidden");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Outcome stats = RunColibri("trace stats --json " + trace, dir_->path());
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_EQ(stats.json()["tokens"].get<uint64_t>(), 3u * 5 + 3u * 6);
+  EXPECT_EQ(stats.json()["requests"].get<uint64_t>(), 3u);
+  const Outcome inspect = RunColibri("trace inspect --json " + trace, dir_->path());
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_EQ(RunColibri("trace validate " + trace, dir_->path()).exit_code, 0);
+}
+
+TEST_F(RunCliTest, BadInputIsExitCodeTwoWithAClearMessage) {
+  const Outcome missing = RunColibri("run --model /nonexistent/model", dir_->path());
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("/nonexistent/model"), std::string::npos) << missing.err;
+  const Outcome small = Run("--l2-bytes 100");
+  EXPECT_EQ(small.exit_code, 2);
+  EXPECT_NE(small.err.find("below one expert"), std::string::npos) << small.err;
+  const Outcome depth = Run("--queue-depth 0");
+  EXPECT_EQ(depth.exit_code, 2);
+  const Outcome size = Run("--l2-bytes 12Q");
+  EXPECT_EQ(size.exit_code, 2);
+  EXPECT_NE(size.err.find("unknown unit"), std::string::npos) << size.err;
+}
+
+}  // namespace
+}  // namespace colibri::cli

@@ -1,0 +1,362 @@
+// `colibri run`: the production engine end to end on this machine (CPU):
+// R requests, each a prefill pass of P tokens, then N decode passes over all
+// requests together; experts stream from experts.bin (io_uring or pread)
+// through the L2 host cache and the L1 pool into CpuCompute. Hidden states
+// are seeded, with a tunable temporal correlation so routing has locality.
+// Optionally records every layer's routing as a trace.
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <random>
+
+#include "cli_common.h"
+#include "colibri/engine/cpu_compute.h"
+#include "colibri/engine/model.h"
+#include "colibri/engine/moe_engine.h"
+#include "colibri/replay/trace_recorder.h"
+#include "commands.h"
+#include "latency_json.h"
+
+namespace colibri::cli {
+namespace {
+
+using engine::TimeNs;
+
+struct RunFlags {
+  std::string model_dir;
+  uint32_t requests = 4;
+  uint32_t prefill = 32;
+  uint32_t tokens = 32;
+  uint64_t seed = 1;
+  std::string l1_bytes = "0";
+  std::string l2_bytes = std::to_string(1ull << 30);
+  std::string policy = "lru";
+  std::string l1_policy = "lru";
+  uint32_t queue_depth = 32;
+  uint32_t staging_slots = 4;
+  uint32_t threads = 1;
+  std::string storage = "auto";
+  bool direct_io = true;
+  double correlation = 0.9;
+  bool verify = false;
+  std::string record;
+  bool record_logits = false;
+  bool record_hidden = false;
+  TraceOutputFlags record_output;
+  bool json = false;
+};
+
+// Seeded hidden states: per (request, MoE layer) an AR(1) process
+// x_t = rho x_{t-1} + sqrt(1 - rho^2) n_t with standard normal n_t, advanced
+// once per token, each from its own stream. With a high rho consecutive
+// tokens of a request route alike (realistic decode locality).
+class HiddenStates {
+ public:
+  HiddenStates(uint64_t seed, uint32_t requests, uint32_t layers, uint32_t hidden, double rho)
+      : layers_(layers), hidden_(hidden), rho_(rho), state_(static_cast<size_t>(requests) * layers * hidden),
+        started_(static_cast<size_t>(requests) * layers, false) {
+    for (uint64_t i = 0; i < static_cast<uint64_t>(requests) * layers; ++i) {
+      rngs_.emplace_back(seed ^ (0x9E3779B97F4A7C15ull * (i + 1)) ^ 0x68696464656eull);  // "hidden"
+    }
+  }
+  // The next token's state of (request, layer).
+  const float* Next(uint64_t request, uint32_t layer) {
+    const size_t i = static_cast<size_t>(request) * layers_ + layer;
+    float* x = &state_[i * hidden_];
+    const double rho = started_[i] ? rho_ : 0.0;  // the first token is pure noise
+    const double fresh = std::sqrt(1.0 - rho * rho);
+    for (uint32_t h = 0; h < hidden_; ++h) x[h] = static_cast<float>(rho * x[h] + fresh * Normal(rngs_[i]));
+    started_[i] = true;
+    return x;
+  }
+
+ private:
+  // Box-Muller from the raw 64-bit stream (the standard distributions differ across libraries).
+  static double Normal(std::mt19937_64& rng) {
+    const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+    const double u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  }
+
+  uint32_t layers_, hidden_;
+  double rho_;
+  std::vector<float> state_;
+  std::vector<bool> started_;
+  std::vector<std::mt19937_64> rngs_;
+};
+
+// FNV-1a 64 over bytes: the output digest (equality check, not security).
+class Fnv1a {
+ public:
+  void Add(const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) hash_ = (hash_ ^ p[i]) * 0x100000001b3ull;
+  }
+  std::string Hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(hash_));
+    return buf;
+  }
+
+ private:
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+struct RunStats {
+  std::map<std::string, std::vector<int64_t>> step_ns;  // per pipeline step, one sample per layer batch
+  uint64_t steps = 0;                                    // (token, layer) steps
+  uint64_t lookups_decode = 0, served_decode = 0, lookups = 0, served = 0;
+  uint64_t read_bytes = 0, dropped = 0, staged = 0, prefill_tokens = 0, decode_tokens = 0;
+  Fnv1a digest;
+
+  void Add(const engine::LayerBatchReport& r, bool prefill) {
+    const engine::StepTimes& s = r.step_ns;
+    const std::pair<const char*, TimeNs> steps_ns[] = {
+        {"routing", s.routing},         {"scheduling", s.scheduling}, {"nvme_read", s.nvme_read},
+        {"host_to_device", s.host_to_device}, {"compute", s.compute}, {"aggregation", s.aggregation},
+        {"layer_batch", s.total}};
+    for (const auto& [name, ns] : steps_ns) step_ns[name].push_back(ns);
+    steps += r.tokens;
+    const uint64_t hits = r.l1_hits + r.l2_hits;
+    lookups += r.distinct_experts;
+    served += hits;
+    if (!prefill) {
+      lookups_decode += r.distinct_experts;
+      served_decode += hits;
+    }
+    read_bytes += r.read_bytes;
+    dropped += r.dropped_assignments;
+    staged += r.staged;
+  }
+};
+
+double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
+
+Result<std::unique_ptr<engine::StorageBackend>> OpenStorage(const RunFlags& f, const std::string& path,
+                                                            const engine::Clock* clock) {
+  engine::StorageOptions options;
+  options.clock = clock;
+  options.queue_depth = f.queue_depth;
+  options.direct_io = f.direct_io;
+  if (f.storage == "pread") return engine::OpenPreadStorage(path, options);
+  auto uring = engine::OpenUringStorage(path, options);
+  if (uring.ok() || f.storage == "uring") return uring;
+  std::cerr << "colibri: warning: io_uring unavailable (" << uring.status().message() << "); using pread\n";
+  return engine::OpenPreadStorage(path, options);
+}
+
+struct Engine {
+  engine::Model model;
+  engine::RealEventLoop loop;
+  std::unique_ptr<engine::StorageBackend> storage;
+  std::unique_ptr<engine::TransferBackend> transfer;
+  std::unique_ptr<engine::CpuCompute> compute;
+  std::unique_ptr<replay::TraceRecorder> recorder;
+  std::unique_ptr<engine::MoeEngine> moe;
+};
+
+Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
+  auto e = std::make_unique<Engine>();
+  COLIBRI_ASSIGN_OR_RETURN(e->model, engine::OpenModel(f.model_dir, f.verify));
+  COLIBRI_ASSIGN_OR_RETURN(e->storage, OpenStorage(f, e->model.experts_path(), &e->loop));
+  if (!e->storage->warning().empty()) std::cerr << "colibri: warning: " << e->storage->warning() << "\n";
+  e->transfer = engine::MakeCpuTransfer(&e->loop);
+  COLIBRI_ASSIGN_OR_RETURN(e->compute, engine::CpuCompute::Create(engine::CpuComputeOptions{f.threads, std::nullopt}));
+  if (!f.record.empty()) {
+    traces::Provenance provenance;
+    provenance.source_engine = std::string("colibri ") + COLIBRI_VERSION + " (" + COLIBRI_GIT_COMMIT + ")";
+    provenance.importer = "colibri run";
+    provenance.notes = "model " + f.model_dir + ", seed " + std::to_string(f.seed);
+    replay::RecorderOptions options{f.record_logits, f.record_hidden, ToWriterOptions(f.record_output)};
+    COLIBRI_ASSIGN_OR_RETURN(e->recorder, replay::TraceRecorder::Create(f.record, e->model.config(), provenance, options));
+  }
+  engine::EngineOptions options;
+  options.l1_bytes = std::stoull(f.l1_bytes);
+  options.l2_bytes = std::stoull(f.l2_bytes);
+  options.l1_policy = f.l1_policy;
+  options.l2_policy = f.policy;
+  options.staging_slots = f.staging_slots;
+  engine::EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), e->recorder.get()};
+  COLIBRI_ASSIGN_OR_RETURN(e->moe, engine::MoeEngine::Create(engine::EngineModelOf(e->model), options, backends));
+  return e;
+}
+
+// One forward pass: every MoE layer over `rows` (request, position) tokens.
+Status RunPass(Engine& e, HiddenStates& hidden, const std::vector<replay::BatchRow>& rows, uint64_t pass_id,
+               bool prefill, RunStats* stats) {
+  const engine::ModelConfig& c = e.model.config();
+  if (e.recorder) e.recorder->BeginPass(pass_id, prefill, rows);
+  std::vector<float> x(rows.size() * c.hidden), out(rows.size() * c.hidden);
+  for (uint32_t layer = 0; layer < c.layers(); ++layer) {
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::copy_n(hidden.Next(rows[i].request_id, layer), c.hidden, x.data() + i * c.hidden);
+    }
+    engine::LayerBatchReport report;
+    COLIBRI_RETURN_IF_ERROR(e.moe->Forward(layer, x.data(), rows.size(), out.data(), &report));
+    if (e.recorder && !e.recorder->status().ok()) return e.recorder->status();
+    stats->Add(report, prefill);
+    stats->digest.Add(out.data(), out.size() * sizeof(float));
+  }
+  return Status::Ok();
+}
+
+// Each request's prefill is one pass of P tokens; then each decode step is
+// one pass with one token of every request.
+Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
+  const engine::ModelConfig& c = e.model.config();
+  HiddenStates hidden(f.seed, f.requests, c.layers(), c.hidden, f.correlation);
+  uint64_t pass_id = 0;
+  Progress progress("run");
+  const uint64_t passes = f.requests + f.tokens;
+  for (uint32_t r = 0; r < f.requests; ++r) {
+    std::vector<replay::BatchRow> rows;
+    for (uint32_t t = 0; t < f.prefill; ++t) rows.push_back({r, t});
+    COLIBRI_RETURN_IF_ERROR(RunPass(e, hidden, rows, pass_id++, true, stats));
+    stats->prefill_tokens += f.prefill;
+    progress.Update(pass_id, passes);
+  }
+  for (uint32_t step = 0; step < f.tokens; ++step) {
+    std::vector<replay::BatchRow> rows;
+    for (uint32_t r = 0; r < f.requests; ++r) rows.push_back({r, f.prefill + step});
+    COLIBRI_RETURN_IF_ERROR(RunPass(e, hidden, rows, pass_id++, false, stats));
+    stats->decode_tokens += f.requests;
+    progress.Update(pass_id, passes);
+  }
+  return Status::Ok();
+}
+
+uint64_t PeakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+}
+
+Json TierJson(const engine::TierCounters& c) {
+  return Json{{"lookups", c.lookups}, {"hits", c.hits}, {"misses", c.misses}, {"hit_pct_cum", Pct(c.hits, c.lookups)}};
+}
+
+Json ConfigJson(const RunFlags& f) {
+  Json config{{"model", f.model_dir},       {"requests", f.requests},
+              {"prefill", f.prefill},       {"tokens", f.tokens},
+              {"seed", f.seed},             {"l1_bytes", std::stoull(f.l1_bytes)},
+              {"l2_bytes", std::stoull(f.l2_bytes)}, {"policy", f.policy},
+              {"l1_policy", f.l1_policy},   {"queue_depth", f.queue_depth},
+              {"staging_slots", f.staging_slots},
+              {"threads", f.threads},       {"storage", f.storage},
+              {"direct_io", f.direct_io},   {"correlation", f.correlation},
+              {"verify", f.verify},         {"record", f.record},
+              {"record_logits", f.record_logits}, {"record_hidden", f.record_hidden}};
+  config.update(ToJson(f.record_output));
+  return config;
+}
+
+Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wall_s) {
+  Json steps_json = Json::object();
+  for (const auto& [name, samples] : s.step_ns) steps_json[name] = LatencyJson(samples);
+  Json out{{"config", ConfigJson(f)},
+           {"storage_backend", e.storage->caps().name},
+           {"compute_backend", e.compute->caps().name},
+           {"output_digest", s.digest.Hex()},
+           {"wall_s", wall_s},
+           {"tokens", s.prefill_tokens + s.decode_tokens},
+           {"prefill_tokens", s.prefill_tokens},
+           {"decode_tokens", s.decode_tokens},
+           {"tokens_per_s", (s.prefill_tokens + s.decode_tokens) / wall_s},
+           {"steps", s.steps},
+           {"hit_pct_decode", Pct(s.served_decode, s.lookups_decode)},
+           {"hit_pct_cum", Pct(s.served, s.lookups)},
+           {"cache", {{"l1", TierJson(e.moe->l1_counters())}, {"l2", TierJson(e.moe->l2_counters())}}},
+           {"read_bytes", s.read_bytes},
+           {"staged_experts", s.staged},
+           {"dropped_assignments", s.dropped},
+           {"pool_bytes", e.moe->pool_bytes()},
+           {"peak_rss_bytes", PeakRssBytes()},
+           {"step_latency_ns", steps_json}};
+  if (e.recorder) out["recorded_records"] = e.recorder->records_written();
+  return out;
+}
+
+void PrintHuman(const Json& r) {
+  std::printf("output digest %s\n", r["output_digest"].get<std::string>().c_str());
+  std::printf("%llu tokens in %.3f s: %.1f tokens/s (%s storage, %s compute)\n",
+              static_cast<unsigned long long>(r["tokens"].get<uint64_t>()), r["wall_s"].get<double>(),
+              r["tokens_per_s"].get<double>(), r["storage_backend"].get<std::string>().c_str(),
+              r["compute_backend"].get<std::string>().c_str());
+  std::printf("served without an NVMe read: %.1f%% (decode %.1f%%); L1 %llu/%llu hits, L2 %llu/%llu hits\n",
+              r["hit_pct_cum"].get<double>(), r["hit_pct_decode"].get<double>(),
+              static_cast<unsigned long long>(r["cache"]["l1"]["hits"].get<uint64_t>()),
+              static_cast<unsigned long long>(r["cache"]["l1"]["lookups"].get<uint64_t>()),
+              static_cast<unsigned long long>(r["cache"]["l2"]["hits"].get<uint64_t>()),
+              static_cast<unsigned long long>(r["cache"]["l2"]["lookups"].get<uint64_t>()));
+  std::printf("read %.1f MiB; peak RSS %.1f MiB (pools %.1f MiB)\n", r["read_bytes"].get<uint64_t>() / 1048576.0,
+              r["peak_rss_bytes"].get<uint64_t>() / 1048576.0, r["pool_bytes"].get<uint64_t>() / 1048576.0);
+  std::printf("%-16s %12s %12s %12s\n", "step (ns)", "p50", "p99", "max");
+  for (const auto& [name, d] : r["step_latency_ns"].items()) {
+    std::printf("%-16s %12lld %12lld %12lld\n", name.c_str(), static_cast<long long>(d["p50"].get<int64_t>()),
+                static_cast<long long>(d["p99"].get<int64_t>()), static_cast<long long>(d["max"].get<int64_t>()));
+  }
+}
+
+Result<Json> Run(const RunFlags& f) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> built, BuildEngine(f));
+  Engine& e = *built;
+  RunStats stats;
+  const auto start = std::chrono::steady_clock::now();
+  Status status = RunWorkload(f, e, &stats);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (e.recorder) {
+    Status closed = e.recorder->Close();
+    if (status.ok()) status = closed;
+  }
+  COLIBRI_RETURN_IF_ERROR(status);
+  return ResultJson(f, e, stats, wall_s);
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App* app, int* exit_code) {
+  auto f = std::make_shared<RunFlags>();
+  CLI::App* cmd = app->add_subcommand("run", "Run the MoE engine on a model: prefill + decode, experts streamed from disk");
+  cmd->add_option("--model", f->model_dir, "Model directory (colibri model synth/export)")->required();
+  cmd->add_option("--requests", f->requests, "Concurrent requests")->check(CLI::Range(1u, 4096u))->capture_default_str();
+  cmd->add_option("--prefill", f->prefill, "Prompt tokens per request (one prefill pass each)")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
+  cmd->add_option("--tokens", f->tokens, "Decode steps (each one pass over all requests)")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the hidden states")->capture_default_str();
+  cmd->add_option("--l1-bytes", f->l1_bytes, "L1 pool budget (the device pool; host memory with CPU compute), 0 = off")
+      ->transform(SizeValidator())
+      ->capture_default_str();
+  cmd->add_option("--l2-bytes", f->l2_bytes, "L2 host cache budget, 0 = off (every expert streams from disk)")
+      ->transform(SizeValidator())
+      ->capture_default_str();
+  cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember(engine::CachePolicyNames()))->capture_default_str();
+  cmd->add_option("--l1-policy", f->l1_policy, "L1 cache policy")
+      ->check(CLI::IsMember(engine::CachePolicyNames()))
+      ->capture_default_str();
+  cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")->check(CLI::Range(1u, 4096u))->capture_default_str();
+  cmd->add_option("--staging-slots", f->staging_slots,
+                  "Transient expert slots for reads no tier admits (L2 = 0, or a batch larger than L2)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  cmd->add_option("--threads", f->threads, "CPU compute threads")->check(CLI::Range(1u, 256u))->capture_default_str();
+  cmd->add_option("--storage", f->storage, "Storage backend: auto (io_uring, else pread), uring, pread")
+      ->check(CLI::IsMember({"auto", "uring", "pread"}))
+      ->capture_default_str();
+  cmd->add_flag("!--no-direct", f->direct_io, "Read through the page cache instead of O_DIRECT");
+  cmd->add_option("--correlation", f->correlation, "Temporal correlation of a request's hidden states (0..1)")
+      ->check(CLI::Range(0.0, 0.9999))
+      ->capture_default_str();
+  cmd->add_flag("--verify", f->verify, "Verify the model's checksums before running");
+  cmd->add_option("--record", f->record, "Record every layer's routing to this trace file");
+  cmd->add_flag("--record-logits", f->record_logits, "Record raw router logits (with --record)");
+  cmd->add_flag("--record-hidden", f->record_hidden, "Record the router inputs, fp32 (with --record)");
+  AddTraceOutputFlags(cmd, &f->record_output);
+  cmd->add_flag("--json", f->json, "Print the result as JSON on stdout");
+  cmd->callback([f, exit_code] { *exit_code = Emit(Run(*f), f->json, &PrintHuman); });
+}
+
+}  // namespace colibri::cli
