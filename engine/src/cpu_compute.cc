@@ -1,5 +1,9 @@
 #include "colibri/engine/cpu_compute.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
 #include <cstring>
 
@@ -104,10 +108,18 @@ Result<CpuIsa> ParseCpuIsa(const std::string& name) {
   return Status::InvalidArgument("unknown CPU path '" + name + "' (expected scalar, avx2 or avx512)");
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID leaf 1, ECX bit 29 (clang's __builtin_cpu_supports lacks "f16c").
+bool HasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 bool CpuIsaSupported(CpuIsa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && HasF16c();
   switch (isa) {
     case CpuIsa::kScalar:
       return true;

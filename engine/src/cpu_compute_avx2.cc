@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "cpu_compute_kernels.h"
+#include "cpu_isa_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+COLIBRI_TARGET_BEGIN("avx2,fma,f16c")
 #include "cpu_compute_avx2_lanes.h"
 #include "cpu_compute_templates.h"
 
@@ -19,7 +19,7 @@ constexpr KernelSet kAvx2Kernels{CpuIsa::kAvx2, &DotRows<Avx2Dot16>, &SiluMulRow
 
 }  // namespace
 }  // namespace colibri::engine::cpu_kernels
-#pragma GCC pop_options
+COLIBRI_TARGET_END
 
 namespace colibri::engine::cpu_kernels {
 

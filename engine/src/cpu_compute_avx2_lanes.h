@@ -1,7 +1,7 @@
 // AVX2 lane types of CpuCompute (see cpu_compute_templates.h for the
 // interface): the 16 dot-product lanes in two 8-lane registers (lanes 0-7 and
 // 8-15), and 8-wide math for SiLU. Shared by the AVX2 and AVX-512 units.
-// Include only after `#pragma GCC target` enabling at least avx2, fma, f16c;
+// Include only after COLIBRI_TARGET_BEGIN (cpu_isa_target.h) enabling at least avx2, fma, f16c;
 // unnamed namespace on purpose (one copy per unit).
 #pragma once
 

@@ -4,17 +4,19 @@
 #if defined(__x86_64__) || defined(__i386__)
 // GCC 12's AVX-512 conversion intrinsics start from _mm512_undefined_*(),
 // which -Wuninitialized reports at every use (GCC bug 105593).
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
 
 #include "cpu_compute_kernels.h"
+#include "cpu_isa_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma,f16c")
+COLIBRI_TARGET_BEGIN("avx512f,avx2,fma,f16c")
 #include "cpu_compute_avx2_lanes.h"
 #include "cpu_compute_templates.h"
 
@@ -47,7 +49,7 @@ constexpr KernelSet kAvx512Kernels{CpuIsa::kAvx512, &DotRows<Avx512Dot16>, &Silu
 
 }  // namespace
 }  // namespace colibri::engine::cpu_kernels
-#pragma GCC pop_options
+COLIBRI_TARGET_END
 
 namespace colibri::engine::cpu_kernels {
 

@@ -1,7 +1,7 @@
 // The CpuCompute kernels, written once over an ISA's lane types and
 // instantiated by each ISA translation unit (cpu_compute_{scalar,avx2,avx512}.cc).
 //
-// Include this header last, after the unit's `#pragma GCC target` and after
+// Include this header last, after the unit's COLIBRI_TARGET_BEGIN (cpu_isa_target.h) and after
 // every other header, so no standard-library code is compiled for the wider
 // ISA. Everything here is in an unnamed namespace on purpose: each unit gets
 // its own copy, so the linker can never hand an AVX-512 instantiation to a

@@ -224,10 +224,13 @@ Result<Timing> BestRate(double seconds, int repeats, Call call) {
 }
 
 // STREAM "copy" (a[i] = b[i]), one thread, counted as bytes read + written.
-// Kept a plain loop: GCC would otherwise call memcpy (non-temporal stores).
-__attribute__((noinline, optimize("no-tree-loop-distribute-patterns"))) void StreamCopy(float* __restrict a,
-                                                                                        const float* __restrict b,
-                                                                                        size_t n) {
+// Kept a plain loop: the compiler would otherwise call memcpy (non-temporal stores).
+#if defined(__clang__)
+#define COLIBRI_PLAIN_LOOP __attribute__((noinline, no_builtin("memcpy")))
+#else
+#define COLIBRI_PLAIN_LOOP __attribute__((noinline, optimize("no-tree-loop-distribute-patterns")))
+#endif
+COLIBRI_PLAIN_LOOP void StreamCopy(float* __restrict a, const float* __restrict b, size_t n) {
   for (size_t i = 0; i < n; ++i) a[i] = b[i];
 }
 
