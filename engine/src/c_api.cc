@@ -1,13 +1,10 @@
-// The C API (colibri/colibri.h) over MoeEngine with the real backends:
-// io_uring storage (pread when io_uring is unavailable), CpuTransfer, CpuCompute.
+// The C API (colibri/colibri.h) over a LocalEngine (the real backends).
 #include "colibri/colibri.h"
 
 #include <memory>
 #include <string>
 
-#include "colibri/engine/cpu_compute.h"
-#include "colibri/engine/model.h"
-#include "colibri/engine/moe_engine.h"
+#include "colibri/engine/local_engine.h"
 
 using colibri::Result;
 using colibri::Status;
@@ -15,12 +12,7 @@ using colibri::StatusCode;
 namespace engine = colibri::engine;
 
 struct colibri_engine {
-  engine::Model model;
-  engine::RealEventLoop loop;
-  std::unique_ptr<engine::StorageBackend> storage;
-  std::unique_ptr<engine::TransferBackend> transfer;
-  std::unique_ptr<engine::CpuCompute> compute;
-  std::unique_ptr<engine::MoeEngine> moe;
+  std::unique_ptr<engine::LocalEngine> local;
   std::string last_error;
 };
 
@@ -51,28 +43,15 @@ colibri_status ToCode(const Status& s) {
 
 Result<std::unique_ptr<colibri_engine>> Open(const colibri_options& o) {
   if (o.model_dir == nullptr) return Status::InvalidArgument("colibri_options.model_dir is NULL");
+  engine::LocalEngineOptions options;
+  options.model_dir = o.model_dir;
+  options.queue_depth = o.queue_depth == 0 ? 32 : o.queue_depth;
+  options.threads = o.threads == 0 ? 1 : o.threads;
+  options.engine.l1_bytes = o.l1_bytes;
+  options.engine.l2_bytes = o.l2_bytes;
+  options.engine.l1_policy = options.engine.l2_policy = o.policy == nullptr ? "lru" : o.policy;
   auto e = std::make_unique<colibri_engine>();
-  COLIBRI_ASSIGN_OR_RETURN(e->model, engine::OpenModel(o.model_dir, false));
-  engine::StorageOptions storage;
-  storage.clock = &e->loop;
-  storage.queue_depth = o.queue_depth == 0 ? 32 : o.queue_depth;
-  auto uring = engine::OpenUringStorage(e->model.experts_path(), storage);
-  if (uring.ok()) {
-    e->storage = std::move(uring).value();
-  } else if (uring.status().code() == StatusCode::kUnsupported) {
-    COLIBRI_ASSIGN_OR_RETURN(e->storage, engine::OpenPreadStorage(e->model.experts_path(), storage));
-  } else {
-    return uring.status();
-  }
-  e->transfer = engine::MakeCpuTransfer(&e->loop);
-  COLIBRI_ASSIGN_OR_RETURN(e->compute,
-                           engine::CpuCompute::Create(engine::CpuComputeOptions{o.threads == 0 ? 1 : o.threads, {}}));
-  engine::EngineOptions options;
-  options.l1_bytes = o.l1_bytes;
-  options.l2_bytes = o.l2_bytes;
-  options.l1_policy = options.l2_policy = o.policy == nullptr ? "lru" : o.policy;
-  const engine::EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
-  COLIBRI_ASSIGN_OR_RETURN(e->moe, engine::MoeEngine::Create(engine::EngineModelOf(e->model), options, backends));
+  COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
   return e;
 }
 
@@ -103,18 +82,18 @@ colibri_status colibri_moe_forward(colibri_engine* e, uint32_t layer, const floa
   Status s;
   if (hidden == nullptr || out == nullptr) {
     s = Status::InvalidArgument("colibri_moe_forward: hidden and out must not be NULL");
-  } else if (layer >= e->model.config().layers()) {
+  } else if (layer >= e->local->model.config().layers()) {
     s = Status::InvalidArgument("colibri_moe_forward: layer " + std::to_string(layer) + " out of range (" +
-                                std::to_string(e->model.config().layers()) + " MoE layers)");
+                                std::to_string(e->local->model.config().layers()) + " MoE layers)");
   } else if (n_tokens > 0) {
-    s = e->moe->Forward(layer, hidden, n_tokens, out);
+    s = e->local->moe->Forward(layer, hidden, n_tokens, out);
   }
   e->last_error = s.message();
   return ToCode(s);
 }
 
-uint32_t colibri_num_layers(const colibri_engine* e) { return e == nullptr ? 0 : e->model.config().layers(); }
-uint32_t colibri_hidden_size(const colibri_engine* e) { return e == nullptr ? 0 : e->model.config().hidden; }
+uint32_t colibri_num_layers(const colibri_engine* e) { return e == nullptr ? 0 : e->local->model.config().layers(); }
+uint32_t colibri_hidden_size(const colibri_engine* e) { return e == nullptr ? 0 : e->local->model.config().hidden; }
 const char* colibri_last_error(const colibri_engine* e) { return e == nullptr ? "" : e->last_error.c_str(); }
 const char* colibri_open_error(void) { return open_error.c_str(); }
 void colibri_close(colibri_engine* e) { delete e; }

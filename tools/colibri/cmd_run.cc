@@ -13,9 +13,7 @@
 #include <random>
 
 #include "cli_common.h"
-#include "colibri/engine/cpu_compute.h"
-#include "colibri/engine/model.h"
-#include "colibri/engine/moe_engine.h"
+#include "colibri/engine/local_engine.h"
 #include "colibri/replay/trace_recorder.h"
 #include "commands.h"
 #include "latency_json.h"
@@ -135,59 +133,44 @@ struct RunStats {
 
 double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
 
-Result<std::unique_ptr<engine::StorageBackend>> OpenStorage(const RunFlags& f, const std::string& path,
-                                                            const engine::Clock* clock) {
-  engine::StorageOptions options;
-  options.clock = clock;
-  options.queue_depth = f.queue_depth;
-  options.direct_io = f.direct_io;
-  if (f.storage == "pread") return engine::OpenPreadStorage(path, options);
-  auto uring = engine::OpenUringStorage(path, options);
-  if (uring.ok() || f.storage == "uring") return uring;
-  std::cerr << "colibri: warning: io_uring unavailable (" << uring.status().message() << "); using pread\n";
-  return engine::OpenPreadStorage(path, options);
-}
-
 struct Engine {
-  engine::Model model;
-  engine::RealEventLoop loop;
-  std::unique_ptr<engine::StorageBackend> storage;
-  std::unique_ptr<engine::TransferBackend> transfer;
-  std::unique_ptr<engine::CpuCompute> compute;
+  std::unique_ptr<engine::LocalEngine> local;
   std::unique_ptr<replay::TraceRecorder> recorder;
-  std::unique_ptr<engine::MoeEngine> moe;
 };
 
 Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
+  engine::LocalEngineOptions options;
+  options.model_dir = f.model_dir;
+  options.verify_checksums = f.verify;
+  options.storage = f.storage;
+  options.queue_depth = f.queue_depth;
+  options.direct_io = f.direct_io;
+  options.threads = f.threads;
+  options.engine.l1_bytes = std::stoull(f.l1_bytes);
+  options.engine.l2_bytes = std::stoull(f.l2_bytes);
+  options.engine.l1_policy = f.l1_policy;
+  options.engine.l2_policy = f.policy;
+  options.engine.staging_slots = f.staging_slots;
   auto e = std::make_unique<Engine>();
-  COLIBRI_ASSIGN_OR_RETURN(e->model, engine::OpenModel(f.model_dir, f.verify));
-  COLIBRI_ASSIGN_OR_RETURN(e->storage, OpenStorage(f, e->model.experts_path(), &e->loop));
-  if (!e->storage->warning().empty()) std::cerr << "colibri: warning: " << e->storage->warning() << "\n";
-  e->transfer = engine::MakeCpuTransfer(&e->loop);
-  COLIBRI_ASSIGN_OR_RETURN(e->compute, engine::CpuCompute::Create(engine::CpuComputeOptions{f.threads, std::nullopt}));
+  COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
+  if (!e->local->warning.empty()) std::cerr << "colibri: warning: " << e->local->warning << "\n";
   if (!f.record.empty()) {
     traces::Provenance provenance;
     provenance.source_engine = std::string("colibri ") + COLIBRI_VERSION + " (" + COLIBRI_GIT_COMMIT + ")";
     provenance.importer = "colibri run";
     provenance.notes = "model " + f.model_dir + ", seed " + std::to_string(f.seed);
-    replay::RecorderOptions options{f.record_logits, f.record_hidden, ToWriterOptions(f.record_output)};
-    COLIBRI_ASSIGN_OR_RETURN(e->recorder, replay::TraceRecorder::Create(f.record, e->model.config(), provenance, options));
+    replay::RecorderOptions recorder{f.record_logits, f.record_hidden, ToWriterOptions(f.record_output)};
+    COLIBRI_ASSIGN_OR_RETURN(e->recorder,
+                             replay::TraceRecorder::Create(f.record, e->local->model.config(), provenance, recorder));
+    e->local->moe->set_observer(e->recorder.get());
   }
-  engine::EngineOptions options;
-  options.l1_bytes = std::stoull(f.l1_bytes);
-  options.l2_bytes = std::stoull(f.l2_bytes);
-  options.l1_policy = f.l1_policy;
-  options.l2_policy = f.policy;
-  options.staging_slots = f.staging_slots;
-  engine::EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), e->recorder.get()};
-  COLIBRI_ASSIGN_OR_RETURN(e->moe, engine::MoeEngine::Create(engine::EngineModelOf(e->model), options, backends));
   return e;
 }
 
 // One forward pass: every MoE layer over `rows` (request, position) tokens.
 Status RunPass(Engine& e, HiddenStates& hidden, const std::vector<replay::BatchRow>& rows, uint64_t pass_id,
                bool prefill, RunStats* stats) {
-  const engine::ModelConfig& c = e.model.config();
+  const engine::ModelConfig& c = e.local->model.config();
   if (e.recorder) e.recorder->BeginPass(pass_id, prefill, rows);
   std::vector<float> x(rows.size() * c.hidden), out(rows.size() * c.hidden);
   for (uint32_t layer = 0; layer < c.layers(); ++layer) {
@@ -195,7 +178,7 @@ Status RunPass(Engine& e, HiddenStates& hidden, const std::vector<replay::BatchR
       std::copy_n(hidden.Next(rows[i].request_id, layer), c.hidden, x.data() + i * c.hidden);
     }
     engine::LayerBatchReport report;
-    COLIBRI_RETURN_IF_ERROR(e.moe->Forward(layer, x.data(), rows.size(), out.data(), &report));
+    COLIBRI_RETURN_IF_ERROR(e.local->moe->Forward(layer, x.data(), rows.size(), out.data(), &report));
     if (e.recorder && !e.recorder->status().ok()) return e.recorder->status();
     stats->Add(report, prefill);
     stats->digest.Add(out.data(), out.size() * sizeof(float));
@@ -206,7 +189,7 @@ Status RunPass(Engine& e, HiddenStates& hidden, const std::vector<replay::BatchR
 // Each request's prefill is one pass of P tokens; then each decode step is
 // one pass with one token of every request.
 Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
-  const engine::ModelConfig& c = e.model.config();
+  const engine::ModelConfig& c = e.local->model.config();
   HiddenStates hidden(f.seed, f.requests, c.layers(), c.hidden, f.correlation);
   uint64_t pass_id = 0;
   Progress progress("run");
@@ -257,8 +240,8 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
   Json steps_json = Json::object();
   for (const auto& [name, samples] : s.step_ns) steps_json[name] = LatencyJson(samples);
   Json out{{"config", ConfigJson(f)},
-           {"storage_backend", e.storage->caps().name},
-           {"compute_backend", e.compute->caps().name},
+           {"storage_backend", e.local->storage->caps().name},
+           {"compute_backend", e.local->compute->caps().name},
            {"output_digest", s.digest.Hex()},
            {"wall_s", wall_s},
            {"tokens", s.prefill_tokens + s.decode_tokens},
@@ -268,11 +251,11 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
            {"steps", s.steps},
            {"hit_pct_decode", Pct(s.served_decode, s.lookups_decode)},
            {"hit_pct_cum", Pct(s.served, s.lookups)},
-           {"cache", {{"l1", TierJson(e.moe->l1_counters())}, {"l2", TierJson(e.moe->l2_counters())}}},
+           {"cache", {{"l1", TierJson(e.local->moe->l1_counters())}, {"l2", TierJson(e.local->moe->l2_counters())}}},
            {"read_bytes", s.read_bytes},
            {"staged_experts", s.staged},
            {"dropped_assignments", s.dropped},
-           {"pool_bytes", e.moe->pool_bytes()},
+           {"pool_bytes", e.local->moe->pool_bytes()},
            {"peak_rss_bytes", PeakRssBytes()},
            {"step_latency_ns", steps_json}};
   if (e.recorder) out["recorded_records"] = e.recorder->records_written();

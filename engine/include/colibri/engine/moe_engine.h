@@ -111,6 +111,8 @@ class MoeEngine {
                  LayerBatchReport* report = nullptr);
 
   const EngineModel& model() const { return model_; }
+  // Replaces the observer (null: none); e.g. a recorder made after the engine.
+  void set_observer(EngineObserver* observer) { backends_.observer = observer; }
   TierCounters l1_counters() const;
   TierCounters l2_counters() const;
   // Bytes of every pool the engine allocated (L1 + L2 + staging): its memory footprint for weights.

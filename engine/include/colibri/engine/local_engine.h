@@ -1,0 +1,42 @@
+// LocalEngine: the engine assembled on this machine's real hardware: an
+// opened model, the RealEventLoop, UringStorage (PreadStorage when asked, or
+// when the kernel refuses io_uring), CpuTransfer, CpuCompute and the
+// MoeEngine over them. Used by `colibri run` and the C API.
+//
+// Ownership: owns every part; destroy it as a whole. Thread-safety: as
+// MoeEngine (one thread at a time). Errors: opening the model, the storage
+// or the compute backend, and the engine's own validation, as Status.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "colibri/engine/cpu_compute.h"
+#include "colibri/engine/model.h"
+#include "colibri/engine/moe_engine.h"
+
+namespace colibri::engine {
+
+struct LocalEngineOptions {
+  std::string model_dir;
+  bool verify_checksums = false;
+  std::string storage = "auto";  // auto (io_uring, pread if unavailable), uring, pread
+  uint32_t queue_depth = 32;
+  bool direct_io = true;
+  uint32_t threads = 1;
+  EngineOptions engine;
+};
+
+struct LocalEngine {
+  static Result<std::unique_ptr<LocalEngine>> Open(const LocalEngineOptions& options);
+
+  Model model;
+  RealEventLoop loop;
+  std::unique_ptr<StorageBackend> storage;
+  std::unique_ptr<TransferBackend> transfer;
+  std::unique_ptr<CpuCompute> compute;
+  std::unique_ptr<MoeEngine> moe;
+  std::string warning;  // e.g. io_uring unavailable, O_DIRECT unsupported; empty when none
+};
+
+}  // namespace colibri::engine

@@ -1,0 +1,36 @@
+#include "colibri/engine/local_engine.h"
+
+namespace colibri::engine {
+namespace {
+
+Result<std::unique_ptr<StorageBackend>> OpenStorage(const LocalEngineOptions& o, const std::string& path,
+                                                    const Clock* clock, std::string* warning) {
+  StorageOptions options;
+  options.clock = clock;
+  options.queue_depth = o.queue_depth;
+  options.direct_io = o.direct_io;
+  if (o.storage == "pread") return OpenPreadStorage(path, options);
+  if (o.storage != "auto" && o.storage != "uring") {
+    return Status::InvalidArgument("unknown storage backend '" + o.storage + "' (auto, uring or pread)");
+  }
+  auto uring = OpenUringStorage(path, options);
+  if (uring.ok() || o.storage == "uring" || uring.status().code() != StatusCode::kUnsupported) return uring;
+  *warning = "io_uring unavailable (" + uring.status().message() + "); using pread";
+  return OpenPreadStorage(path, options);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions& o) {
+  auto e = std::make_unique<LocalEngine>();
+  COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify_checksums));
+  COLIBRI_ASSIGN_OR_RETURN(e->storage, OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
+  if (!e->storage->warning().empty()) e->warning += (e->warning.empty() ? "" : "; ") + e->storage->warning();
+  e->transfer = MakeCpuTransfer(&e->loop);
+  COLIBRI_ASSIGN_OR_RETURN(e->compute, CpuCompute::Create(CpuComputeOptions{o.threads, std::nullopt}));
+  const EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
+  COLIBRI_ASSIGN_OR_RETURN(e->moe, MoeEngine::Create(EngineModelOf(e->model), o.engine, backends));
+  return e;
+}
+
+}  // namespace colibri::engine
