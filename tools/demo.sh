@@ -59,7 +59,15 @@ demo_stats() {
   show "Routing statistics of the sample" "$colibri" trace stats "$sample"
 }
 
-DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats)
+demo_engine() {
+  show "Synthesize a small MoE model (4 layers x 16 experts, top-2, bf16)" \
+    "$colibri" model synth --layers 4 --experts 16 --top-k 2 --hidden 512 --intermediate 256 -o "$tmp/model"
+  show "Run the engine on it: 4 requests, 16-token prompts, 16 decode steps, 32 MiB L2 (half the experts), routing recorded" \
+    "$colibri" run --model "$tmp/model" --requests 4 --prefill 16 --tokens 16 --l2-bytes 32M --record "$tmp/run.ctrace"
+  show "Statistics of the routing the engine recorded" "$colibri" trace stats "$tmp/run.ctrace"
+}
+
+DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine)
 
 build
 for demo in "${DEMOS[@]}"; do
