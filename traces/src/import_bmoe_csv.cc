@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "colibri/traces/importers.h"
+#include "import_util.h"
 #include "line_reader.h"
 
 namespace colibri::traces {
@@ -280,11 +281,8 @@ Status ImportOneFile(const ImportOptions& options, const std::string& path, Reco
   COLIBRI_ASSIGN_OR_RETURN(ModelShape shape, ShapeFromPreamble(*in, preamble));
   TraceHeader header;
   header.shape = shape;
+  COLIBRI_ASSIGN_OR_RETURN(header.provenance, SourceProvenance(options, {path}));
   header.provenance.source_engine = "bigmoe route_trace v1 (llama.cpp-based)";
-  header.provenance.importer = "bmoe-csv";
-  header.provenance.importer_version = kImporterVersion;
-  COLIBRI_ASSIGN_OR_RETURN(SourceFile source, DescribeSourceFile(path));
-  header.provenance.sources.push_back(source);
   COLIBRI_RETURN_IF_ERROR(sink->Begin(header));
 
   RecordBuilder builder(options, shape, sink, report);
