@@ -9,7 +9,7 @@
 namespace colibri::engine {
 namespace {
 
-// Delivers a storage backend's completions to a per-batch callback.
+// Delivers a storage backend's completions to a per-batch callback (drops them when none is set).
 class StorageEventSource final : public EventSource {
  public:
   explicit StorageEventSource(StorageBackend* storage) : storage_(storage) {}
@@ -17,7 +17,9 @@ class StorageEventSource final : public EventSource {
   Status Poll(bool wait) override {
     completions_.clear();
     COLIBRI_RETURN_IF_ERROR(storage_->Poll(wait, &completions_));
-    for (const ReadCompletion& c : completions_) on_done(c);
+    if (on_done) {
+      for (const ReadCompletion& c : completions_) on_done(c);
+    }
     return Status::Ok();
   }
   std::function<void(const ReadCompletion&)> on_done;

@@ -1,5 +1,7 @@
 #include <time.h>
 
+#include <cerrno>
+
 #include "colibri/engine/event_loop.h"
 
 namespace colibri::engine {
@@ -41,13 +43,16 @@ Status RealEventLoop::RunUntil(const std::function<bool()>& done) {
       continue;
     }
     if (queue_.empty()) return Status::Ok();
-    const TimeNs wait_ns = queue_.next_time() - Now();
-    if (wait_ns > 0) {
-      struct timespec ts {static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
-      nanosleep(&ts, nullptr);
-    }
+    WaitUntil(queue_.next_time());
   }
   return Status::Ok();
+}
+
+void RealEventLoop::WaitUntil(TimeNs when) {
+  // MonotonicClock reads CLOCK_MONOTONIC, so an absolute sleep on it ends at `when` (restarted after signals).
+  const struct timespec until {static_cast<time_t>(when / 1'000'000'000), static_cast<long>(when % 1'000'000'000)};
+  while (Now() < when && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+  }
 }
 
 }  // namespace colibri::engine

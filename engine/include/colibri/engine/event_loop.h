@@ -43,6 +43,12 @@ class EventLoop : public Clock {
   // `done()` is false: the caller decides whether that is an error). A failed
   // Poll ends the run with its status.
   virtual Status RunUntil(const std::function<bool()>& done) = 0;
+  // Blocks the calling thread until Now() >= `when`, without running tasks or
+  // polling sources (they run at the next RunUntil, in time order). For
+  // synchronous work a modelled device performs on the caller's thread (a
+  // modelled kernel, a waited-for copy): the real loop sleeps until then, a
+  // simulated loop moves its clock there.
+  virtual void WaitUntil(TimeNs when) = 0;
 };
 
 // The (time, sequence) ordered queue both event loops use.
@@ -76,6 +82,7 @@ class RealEventLoop final : public EventLoop {
   void RunAt(TimeNs when, Task task) override { queue_.Push(when, std::move(task)); }
   void AddSource(EventSource* source) override { sources_.push_back(source); }
   Status RunUntil(const std::function<bool()>& done) override;
+  void WaitUntil(TimeNs when) override;
 
  private:
   size_t PendingInSources() const;
