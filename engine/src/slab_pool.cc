@@ -11,8 +11,7 @@
 
 namespace colibri::engine {
 
-Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t budget_bytes, uint64_t slot_bytes, uint64_t alignment_bytes,
-                                                   bool lock_memory) {
+Result<uint64_t> SlabPool::SlotsFor(uint64_t budget_bytes, uint64_t slot_bytes, uint64_t alignment_bytes) {
   if (slot_bytes == 0 || alignment_bytes == 0 || slot_bytes % alignment_bytes != 0) {
     return Status::InvalidArgument("slot size " + std::to_string(slot_bytes) + " is not a positive multiple of " +
                                    std::to_string(alignment_bytes) + " bytes");
@@ -23,6 +22,12 @@ Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t budget_bytes, uint64
   }
   const uint64_t slots = budget_bytes / slot_bytes;
   if (slots > UINT32_MAX) return Status::InvalidArgument("budget holds more than 2^32 slots");
+  return slots;
+}
+
+Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t budget_bytes, uint64_t slot_bytes, uint64_t alignment_bytes,
+                                                   bool lock_memory) {
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots, SlotsFor(budget_bytes, slot_bytes, alignment_bytes));
   std::byte* base = nullptr;
   if (slots > 0) {
     void* memory = std::aligned_alloc(alignment_bytes, slots * slot_bytes);
@@ -37,19 +42,44 @@ Result<std::unique_ptr<SlabPool>> SlabPool::Create(uint64_t budget_bytes, uint64
     }
     base = static_cast<std::byte*>(memory);
   }
-  return std::unique_ptr<SlabPool>(new SlabPool(base, static_cast<uint32_t>(slots), slot_bytes, lock_memory));
+  const Backing backing = lock_memory ? Backing::kLockedHeap : Backing::kHeap;
+  return std::unique_ptr<SlabPool>(new SlabPool(base, static_cast<uint32_t>(slots), slot_bytes, backing));
 }
 
-SlabPool::SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, bool locked)
-    : base_(base), slot_count_(slot_count), slot_bytes_(slot_bytes), locked_(locked) {
+Result<std::unique_ptr<SlabPool>> SlabPool::CreateReserved(uint64_t budget_bytes, uint64_t slot_bytes,
+                                                           uint64_t alignment_bytes) {
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots, SlotsFor(budget_bytes, slot_bytes, alignment_bytes));
+  std::byte* base = nullptr;
+  if (slots > 0) {
+    // mmap returns page-aligned memory; alignments above a page are not needed for a pool nobody reads.
+    void* memory = ::mmap(nullptr, slots * slot_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (memory == MAP_FAILED) {
+      return Status::InvalidArgument("cannot reserve " + std::to_string(slots * slot_bytes) +
+                                     " bytes of address space for the pool: " + std::strerror(errno));
+    }
+    base = static_cast<std::byte*>(memory);
+  }
+  return std::unique_ptr<SlabPool>(new SlabPool(base, static_cast<uint32_t>(slots), slot_bytes, Backing::kReserved));
+}
+
+SlabPool::SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, Backing backing)
+    : base_(base), slot_count_(slot_count), slot_bytes_(slot_bytes), backing_(backing) {
   free_.resize(slot_count);
   for (uint32_t i = 0; i < slot_count; ++i) free_[i] = i;  // ascending: already a min-heap
 }
 
 SlabPool::~SlabPool() {
   if (base_ == nullptr) return;
-  if (locked_) ::munlock(base_, total_bytes());
-  std::free(base_);
+  switch (backing_) {
+    case Backing::kReserved:
+      ::munmap(base_, total_bytes());
+      return;
+    case Backing::kLockedHeap:
+      ::munlock(base_, total_bytes());
+      [[fallthrough]];
+    case Backing::kHeap:
+      std::free(base_);
+  }
 }
 
 std::optional<uint32_t> SlabPool::Acquire() {

@@ -19,6 +19,7 @@ namespace colibri::engine {
 struct ComputeCaps {
   const char* name = "";
   bool device_memory = false;  // true when expert blocks must be in device memory (L1)
+  bool reads_data = true;      // false: a model that only keeps time (inputs, weights and outputs untouched)
 };
 
 class ComputeBackend {

@@ -25,6 +25,12 @@ class SlabPool {
   // `alignment_bytes`. `lock_memory` mlocks the pool (failure is an error).
   static Result<std::unique_ptr<SlabPool>> Create(uint64_t budget_bytes, uint64_t slot_bytes,
                                                   uint64_t alignment_bytes = 4096, bool lock_memory = false);
+  // The same slots over address space that is reserved but never backed
+  // (PROT_NONE): for modelled runs, whose backends keep time without moving
+  // bytes, so a what-if budget of hundreds of GiB costs no memory. Touching
+  // a slot's memory faults.
+  static Result<std::unique_ptr<SlabPool>> CreateReserved(uint64_t budget_bytes, uint64_t slot_bytes,
+                                                          uint64_t alignment_bytes = 4096);
   ~SlabPool();
   SlabPool(const SlabPool&) = delete;
   SlabPool& operator=(const SlabPool&) = delete;
@@ -42,11 +48,13 @@ class SlabPool {
   uint64_t total_bytes() const { return static_cast<uint64_t>(slot_count_) * slot_bytes_; }
 
  private:
-  SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, bool locked);
+  enum class Backing { kHeap, kLockedHeap, kReserved };
+  SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, Backing backing);
+  static Result<uint64_t> SlotsFor(uint64_t budget_bytes, uint64_t slot_bytes, uint64_t alignment_bytes);
   std::byte* base_;
   uint32_t slot_count_;
   uint64_t slot_bytes_;
-  bool locked_;
+  Backing backing_;
   std::vector<uint32_t> free_;  // a min-heap of free slot indices
 };
 

@@ -31,6 +31,7 @@ struct StorageCaps {
   uint32_t alignment_bytes = 1;  // offsets, lengths and buffers must be multiples of this
   uint32_t queue_depth = 1;      // reads in flight at most
   bool direct_io = false;        // bypasses the page cache (O_DIRECT)
+  bool delivers_data = true;     // reads fill their buffers (false: a model that only keeps time)
 };
 
 struct ReadRequest {

@@ -22,6 +22,7 @@ namespace colibri::engine {
 struct TransferCaps {
   const char* name = "";
   bool device_is_host = true;  // L1 slots are host memory (CpuTransfer)
+  bool delivers_data = true;   // copies move bytes (false: a model that only keeps time)
 };
 
 struct TransferCompletion {
