@@ -30,6 +30,10 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
   COLIBRI_ASSIGN_OR_RETURN(e->compute, CpuCompute::Create(CpuComputeOptions{o.threads, std::nullopt}));
   const EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
   COLIBRI_ASSIGN_OR_RETURN(e->moe, MoeEngine::Create(EngineModelOf(e->model), o.engine, backends));
+  const Status registered = e->storage->RegisterBuffers(e->moe->read_buffer_regions());
+  if (!registered.ok()) {
+    e->warning += (e->warning.empty() ? "" : "; ") + registered.message() + "; reading into unregistered buffers";
+  }
   return e;
 }
 

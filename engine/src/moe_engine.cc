@@ -39,6 +39,31 @@ Result<std::unique_ptr<ExpertCache>> MakeTier(const std::string& policy, const S
   return std::make_unique<ExpertCache>(std::move(p), CacheMode::kHardBudget);
 }
 
+// A compute backend that reads expert data needs backends that deliver it.
+Status CheckDataFlow(const EngineBackends& b, const EngineOptions& options) {
+  if (!b.compute->caps().reads_data) return Status::Ok();
+  if (!b.storage->caps().delivers_data) {
+    return Status::InvalidArgument(std::string("compute backend '") + b.compute->caps().name +
+                                   "' reads expert data, but storage backend '" + b.storage->caps().name +
+                                   "' only models time");
+  }
+  if (options.l1_bytes > 0 && !b.transfer->caps().delivers_data) {
+    return Status::InvalidArgument(std::string("compute backend '") + b.compute->caps().name +
+                                   "' reads expert data, but transfer backend '" + b.transfer->caps().name +
+                                   "' only models time (or use an L1 budget of 0)");
+  }
+  return Status::Ok();
+}
+
+// `pool`'s memory in regions of whole slots, each at most `max_bytes` (one slot when a slot is larger).
+void AppendRegions(const SlabPool& pool, uint64_t max_bytes, std::vector<MemoryRegion>* out) {
+  const uint64_t slots_per_region = std::max<uint64_t>(1, max_bytes / pool.slot_bytes());
+  for (uint64_t first = 0; first < pool.slot_count(); first += slots_per_region) {
+    const uint64_t slots = std::min<uint64_t>(slots_per_region, pool.slot_count() - first);
+    out->push_back(MemoryRegion{pool.SlotData(static_cast<uint32_t>(first)), slots * pool.slot_bytes()});
+  }
+}
+
 TierCounters CountersOf(const ExpertCache* cache) {
   if (cache == nullptr) return {};
   return TierCounters{cache->counters().lookups, cache->counters().hits, cache->counters().misses};
@@ -68,7 +93,7 @@ class MoeEngine::Batch {
       return status;
     }
     const TimeNs aggregate_start = clock.Now();
-    Aggregate();
+    if (e_.moves_data_) Aggregate();
     const TimeNs end = clock.Now();
     report->step_ns.aggregation = end - aggregate_start;
     report->step_ns.nvme_read = last_read_done_ > first_read_submit_ ? last_read_done_ - first_read_submit_ : 0;
@@ -281,28 +306,41 @@ class MoeEngine::Batch {
   }
 
   Status ComputeOne(Work& w) {
-    const uint32_t hidden = e_.model_.layout.hidden;
     const size_t n = w.assignments.size();
-    std::vector<float>& x = e_.x_buffer_;
-    std::vector<float>& y = e_.y_buffer_;
-    x.resize(n * hidden);
-    y.resize(n * hidden);
-    for (size_t r = 0; r < n; ++r) {
-      const size_t token = w.assignments[r] / k_;
-      std::copy_n(hidden_ + token * hidden, hidden, x.data() + r * hidden);
-    }
+    if (e_.moves_data_) Gather(w);
     const TimeNs start = e_.backends_.loop->Now();
-    COLIBRI_RETURN_IF_ERROR(e_.backends_.compute->ExpertFfn(ExpertView{&e_.model_.layout, w.data}, x.data(), n, y.data()));
+    float* x = e_.moves_data_ ? e_.x_buffer_.data() : nullptr;
+    float* y = e_.moves_data_ ? e_.y_buffer_.data() : nullptr;
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.compute->ExpertFfn(ExpertView{&e_.model_.layout, w.data}, x, n, y));
     compute_ns_ += e_.backends_.loop->Now() - start;
-    for (size_t r = 0; r < n; ++r) {
-      std::copy_n(y.data() + r * hidden, hidden, e_.expert_out_.data() + static_cast<size_t>(w.assignments[r]) * hidden);
-    }
+    if (e_.moves_data_) Scatter(w);
     if (w.staging_slot >= 0) {
       e_.staging_pool_->Release(static_cast<uint32_t>(w.staging_slot));
       w.staging_slot = -1;
       COLIBRI_RETURN_IF_ERROR(SubmitWaiting());
     }
     return Status::Ok();
+  }
+
+  // The inputs of the tokens routed to `w`, in assignment order, into x_buffer_.
+  void Gather(const Work& w) {
+    const uint32_t hidden = e_.model_.layout.hidden;
+    const size_t n = w.assignments.size();
+    e_.x_buffer_.resize(n * hidden);
+    e_.y_buffer_.resize(n * hidden);
+    for (size_t r = 0; r < n; ++r) {
+      const size_t token = w.assignments[r] / k_;
+      std::copy_n(hidden_ + token * hidden, hidden, e_.x_buffer_.data() + r * hidden);
+    }
+  }
+
+  // y_buffer_'s rows to their (token, slot) places in expert_out_.
+  void Scatter(const Work& w) {
+    const uint32_t hidden = e_.model_.layout.hidden;
+    for (size_t r = 0; r < w.assignments.size(); ++r) {
+      std::copy_n(e_.y_buffer_.data() + r * hidden, hidden,
+                  e_.expert_out_.data() + static_cast<size_t>(w.assignments[r]) * hidden);
+    }
   }
 
   // out[t] = sum over slots s in rank order of weight[t][s] x FFN output: a fixed order.
@@ -368,14 +406,19 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
     if (offset % alignment != 0) return Status::InvalidArgument("expert offset " + std::to_string(offset) + " is not aligned to " + std::to_string(alignment));
   }
   if (options.staging_slots == 0) return Status::InvalidArgument("staging_slots must be at least 1");
+  COLIBRI_RETURN_IF_ERROR(CheckDataFlow(backends, options));
   std::unique_ptr<MoeEngine> engine(new MoeEngine(std::move(model), options, backends));
   MoeEngine& e = *engine;
+  e.moves_data_ = backends.compute->caps().reads_data;
   COLIBRI_ASSIGN_OR_RETURN(e.l1_pool_, backends.transfer->CreateDevicePool(options.l1_bytes, block));
   COLIBRI_RETURN_IF_ERROR(e.l1_pool_ ? Status::Ok() : Status::Internal("no L1 pool"));
-  auto l2 = SlabPool::Create(options.l2_bytes, block);
+  const bool host_data = backends.storage->caps().delivers_data;
+  auto l2 = host_data ? SlabPool::Create(options.l2_bytes, block) : SlabPool::CreateReserved(options.l2_bytes, block);
   if (!l2.ok()) return l2.status().WithPrefix("--l2-bytes");
   e.l2_pool_ = std::move(l2).value();
-  COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, SlabPool::Create(options.staging_slots * block, block));
+  const uint64_t staging_bytes = options.staging_slots * block;
+  COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, host_data ? SlabPool::Create(staging_bytes, block)
+                                                      : SlabPool::CreateReserved(staging_bytes, block));
   COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_, MakeTier(options.l1_policy, *e.l1_pool_, e.model_.moe_layers));
   COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_, MakeTier(options.l2_policy, *e.l2_pool_, e.model_.moe_layers));
   const size_t entries = static_cast<size_t>(e.model_.moe_layers) * e.model_.experts;
@@ -400,7 +443,7 @@ Status MoeEngine::Run(uint32_t layer_index, const float* hidden, const LayerRout
   if (layer_index >= model_.moe_layers) {
     return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range");
   }
-  expert_out_.resize(routing.tokens * model_.top_k * model_.layout.hidden);
+  if (moves_data_) expert_out_.resize(routing.tokens * model_.top_k * model_.layout.hidden);
   *report = LayerBatchReport{};
   Batch batch(*this, layer_index, hidden, routing, out);
   return batch.Run(report);
@@ -428,16 +471,37 @@ Status MoeEngine::Forward(uint32_t layer_index, const float* hidden, size_t toke
   if (layer_index >= model_.moe_layers || layer_index >= model_.gate_weights.size()) {
     return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range or without a router");
   }
+  COLIBRI_RETURN_IF_ERROR(CheckRoutingCompute());
   const TimeNs start = backends_.loop->Now();
+  logits_.resize(tokens * model_.experts);
+  COLIBRI_RETURN_IF_ERROR(backends_.compute->GateGemv(model_.gate_weights[layer_index], model_.gate_biases[layer_index],
+                                                      model_.experts, model_.layout.hidden, hidden, tokens,
+                                                      logits_.data()));
+  return RouteAndRun(layer_index, logits_.data(), hidden, tokens, out, start, report);
+}
+
+Status MoeEngine::ExecuteLogits(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens,
+                                float* out, LayerBatchReport* report) {
+  if (layer_index >= model_.moe_layers) {
+    return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range");
+  }
+  return RouteAndRun(layer_index, logits, hidden, tokens, out, backends_.loop->Now(), report);
+}
+
+Status MoeEngine::CheckRoutingCompute() const {
+  if (moves_data_) return Status::Ok();
+  return Status::InvalidArgument(std::string("routing needs a compute backend that reads data; '") +
+                                 backends_.compute->caps().name + "' only models time");
+}
+
+Status MoeEngine::RouteAndRun(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens, float* out,
+                              TimeNs start, LayerBatchReport* report) {
   const uint32_t experts = model_.experts, k = model_.top_k;
-  logits_.resize(tokens * experts);
   routed_ids_.resize(tokens * k);
   routed_weights_.resize(tokens * k);
-  COLIBRI_RETURN_IF_ERROR(backends_.compute->GateGemv(model_.gate_weights[layer_index], model_.gate_biases[layer_index],
-                                                      experts, model_.layout.hidden, hidden, tokens, logits_.data()));
   for (size_t t = 0; t < tokens; ++t) {
-    COLIBRI_RETURN_IF_ERROR(RouteTopK(logits_.data() + t * experts, experts, k, model_.renormalize,
-                                      routed_ids_.data() + t * k, routed_weights_.data() + t * k)
+    COLIBRI_RETURN_IF_ERROR(RouteTopK(logits + t * experts, experts, k, model_.renormalize, routed_ids_.data() + t * k,
+                                      routed_weights_.data() + t * k)
                                 .WithPrefix("routing token " + std::to_string(t) + " of MoE layer " +
                                             std::to_string(layer_index)));
   }
@@ -448,7 +512,7 @@ Status MoeEngine::Forward(uint32_t layer_index, const float* hidden, size_t toke
   const TimeNs routing_ns = backends_.loop->Now() - start;
   if (backends_.observer != nullptr) {
     backends_.observer->OnRouting(RoutingDecision{layer_index, tokens, k, experts, model_.layout.hidden,
-                                                  routed_ids_.data(), routed_weights_.data(), logits_.data(), hidden});
+                                                  routed_ids_.data(), routed_weights_.data(), logits, hidden});
   }
   LayerBatchReport local;
   LayerBatchReport& r = report != nullptr ? *report : local;
@@ -462,6 +526,15 @@ Status MoeEngine::Forward(uint32_t layer_index, const float* hidden, size_t toke
 
 TierCounters MoeEngine::l1_counters() const { return CountersOf(l1_cache_.get()); }
 TierCounters MoeEngine::l2_counters() const { return CountersOf(l2_cache_.get()); }
+
+std::vector<MemoryRegion> MoeEngine::read_buffer_regions() const {
+  constexpr uint64_t kMaxRegisteredBufferBytes = 1ull << 30;
+  std::vector<MemoryRegion> regions;
+  if (!backends_.storage->caps().delivers_data) return regions;
+  AppendRegions(*l2_pool_, kMaxRegisteredBufferBytes, &regions);
+  AppendRegions(*staging_pool_, kMaxRegisteredBufferBytes, &regions);
+  return regions;
+}
 
 uint64_t MoeEngine::pool_bytes() const {
   return l1_pool_->total_bytes() + l2_pool_->total_bytes() + staging_pool_->total_bytes();

@@ -96,6 +96,7 @@ class FileStorage : public StorageBackend {
   // and updates the counters.
   void Complete(const PendingRead& read, Status status, uint64_t bytes, std::vector<ReadCompletion>* out);
 
+  void CountRegisteredRead() { ++counters_.registered_reads; }
   int fd() const { return file_.fd.get(); }
   const std::string& path() const { return file_.path; }
   size_t in_flight() const { return in_flight_; }

@@ -37,29 +37,41 @@ struct Slot {
 // The registered buffers, sorted by address, to find the one holding a request's buffer.
 class RegisteredBuffers {
  public:
-  RegisteredBuffers(const std::vector<void*>& buffers, uint64_t bytes_each) : bytes_each_(bytes_each) {
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      by_address_.push_back({reinterpret_cast<uintptr_t>(buffers[i]), static_cast<int>(i)});
+  RegisteredBuffers() = default;
+  explicit RegisteredBuffers(const std::vector<MemoryRegion>& regions) {
+    for (size_t i = 0; i < regions.size(); ++i) {
+      by_address_.push_back({reinterpret_cast<uintptr_t>(regions[i].data), regions[i].bytes, static_cast<int>(i)});
     }
-    std::sort(by_address_.begin(), by_address_.end());
+    std::sort(by_address_.begin(), by_address_.end(),
+              [](const Entry& a, const Entry& b) { return a.start < b.start; });
   }
 
   // The index of the registered buffer that holds [buffer, buffer + bytes), or -1.
   int Find(const void* buffer, uint64_t bytes) const {
     const auto start = reinterpret_cast<uintptr_t>(buffer);
     auto after = std::upper_bound(by_address_.begin(), by_address_.end(), start,
-                                  [](uintptr_t address, const Entry& entry) { return address < entry.first; });
+                                  [](uintptr_t address, const Entry& entry) { return address < entry.start; });
     if (after == by_address_.begin()) return -1;
     const Entry& entry = *(after - 1);
-    const uint64_t offset = start - entry.first;
-    return offset <= bytes_each_ && bytes <= bytes_each_ - offset ? entry.second : -1;
+    const uint64_t offset = start - entry.start;
+    return offset <= entry.bytes && bytes <= entry.bytes - offset ? entry.index : -1;
   }
 
  private:
-  using Entry = std::pair<uintptr_t, int>;  // address, index given to the kernel
-  uint64_t bytes_each_;
+  struct Entry {
+    uintptr_t start;
+    uint64_t bytes;
+    int index;  // given to the kernel
+  };
   std::vector<Entry> by_address_;
 };
+
+// Equal-sized option buffers as regions.
+std::vector<MemoryRegion> RegionsOf(const StorageOptions& options) {
+  std::vector<MemoryRegion> regions;
+  for (void* buffer : options.registered_buffers) regions.push_back({buffer, options.registered_buffer_bytes});
+  return regions;
+}
 
 // Calls io_uring_queue_exit on destruction; a ring is never copied or moved once initialised.
 struct RingExit {
@@ -74,12 +86,31 @@ Status RingError(const char* call, int negative_errno) {
   return Status::IoError(std::string("io_uring: ") + call + " failed: " + std::strerror(-negative_errno));
 }
 
+// Registers `regions` as the ring's fixed buffers (none: nothing to do).
+Status RegisterWithKernel(io_uring* ring, const std::vector<MemoryRegion>& regions) {
+  if (regions.empty()) return Status::Ok();
+  std::vector<iovec> iovecs;
+  uint64_t total_bytes = 0;
+  for (const MemoryRegion& region : regions) {
+    iovecs.push_back(iovec{region.data, region.bytes});
+    total_bytes += region.bytes;
+  }
+  const int reg = io_uring_register_buffers(ring, iovecs.data(), static_cast<unsigned>(iovecs.size()));
+  if (reg < 0) {
+    return Status::IoError("io_uring: registering " + std::to_string(iovecs.size()) + " buffers (" +
+                           std::to_string(total_bytes) + " bytes) failed: " + std::strerror(-reg) +
+                           " (limits: RLIMIT_MEMLOCK, 16384 buffers, 1 GiB each)");
+  }
+  return Status::Ok();
+}
+
 class UringStorage final : public FileStorage {
  public:
   UringStorage(storage_internal::StorageFile file, const StorageOptions& options, RingPtr ring)
       : FileStorage("uring", std::move(file), options),
         ring_(std::move(ring)),
-        registered_(options.registered_buffers, options.registered_buffer_bytes),
+        registered_(RegionsOf(options)),
+        registered_count_(options.registered_buffers.size()),
         slots_(options.queue_depth) {
     for (uint32_t i = options.queue_depth; i > 0; --i) free_slots_.push_back(i - 1);
   }
@@ -95,6 +126,22 @@ class UringStorage final : public FileStorage {
   Status Submit(const ReadRequest& request) override {
     COLIBRI_RETURN_IF_ERROR(Enqueue(request));
     return IssueWaiting();
+  }
+
+  Status RegisterBuffers(const std::vector<MemoryRegion>& regions) override {
+    if (outstanding() > 0) return Status::InvalidArgument("io_uring: cannot register buffers with reads outstanding");
+    for (const MemoryRegion& region : regions) {
+      if (region.data == nullptr || region.bytes == 0) {
+        return Status::InvalidArgument("io_uring: a registered buffer is null or empty");
+      }
+    }
+    if (registered_count_ > 0) io_uring_unregister_buffers(ring_.get());
+    registered_ = RegisteredBuffers();
+    registered_count_ = 0;
+    COLIBRI_RETURN_IF_ERROR(RegisterWithKernel(ring_.get(), regions));
+    registered_ = RegisteredBuffers(regions);
+    registered_count_ = regions.size();
+    return Status::Ok();
   }
 
   Status Poll(bool wait, std::vector<ReadCompletion>* out) override {
@@ -115,6 +162,7 @@ class UringStorage final : public FileStorage {
       free_slots_.pop_back();
       PendingRead read = TakeWaiting();
       const int buffer_index = registered_.Find(read.request.buffer, read.request.bytes);
+      if (buffer_index >= 0) CountRegisteredRead();
       slots_[slot] = Slot{std::move(read), 0, buffer_index};
       COLIBRI_RETURN_IF_ERROR(Prepare(slot));
     }
@@ -180,13 +228,14 @@ class UringStorage final : public FileStorage {
 
   RingPtr ring_;  // destroyed (io_uring_queue_exit) before FileStorage closes the file
   RegisteredBuffers registered_;
+  size_t registered_count_ = 0;  // buffers the kernel holds
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
 };
 
 // A ring of `queue_depth` entries (the kernel sizes the completion queue at
-// twice that, so it cannot overflow) with the registered buffers, or a clear
-// error (Unsupported where the kernel refuses io_uring).
+// twice that, so it cannot overflow) with the option's registered buffers, or
+// a clear error (Unsupported where the kernel refuses io_uring).
 Result<RingPtr> MakeRing(const StorageOptions& options) {
   auto fresh = std::make_unique<io_uring>();
   const int rc = io_uring_queue_init(options.queue_depth, fresh.get(), 0);
@@ -196,15 +245,7 @@ Result<RingPtr> MakeRing(const StorageOptions& options) {
   }
   if (rc < 0) return RingError("io_uring_queue_init", rc);
   RingPtr ring(fresh.release());
-  if (options.registered_buffers.empty()) return ring;
-  std::vector<iovec> iovecs;
-  for (void* buffer : options.registered_buffers) iovecs.push_back(iovec{buffer, options.registered_buffer_bytes});
-  const int reg = io_uring_register_buffers(ring.get(), iovecs.data(), static_cast<unsigned>(iovecs.size()));
-  if (reg < 0) {
-    return Status::IoError("io_uring: registering " + std::to_string(iovecs.size()) + " buffers of " +
-                           std::to_string(options.registered_buffer_bytes) + " bytes failed: " + std::strerror(-reg) +
-                           " (limits: RLIMIT_MEMLOCK, 16384 buffers, 1 GiB each)");
-  }
+  COLIBRI_RETURN_IF_ERROR(RegisterWithKernel(ring.get(), RegionsOf(options)));
   return ring;
 }
 

@@ -16,6 +16,12 @@
 // every staging slot busy, the rest wait for one (the batch runs in waves).
 // Budgets are never exceeded.
 //
+// With modelled backends that keep time without moving bytes (storage or
+// transfer caps delivers_data = false, compute caps reads_data = false) the
+// pools only reserve address space, and expert inputs are neither gathered nor
+// aggregated: `out` is not written. A compute backend that reads data needs
+// storage (and, with an L1 tier, a transfer) that delivers it.
+//
 // Invariant (tested): the output is bit-identical whatever the budgets,
 // policies, queue depth or completion order, for a given compute backend:
 // each expert's FFN sees the same tokens, and aggregation order is fixed.
@@ -104,6 +110,12 @@ class MoeEngine {
   Status Forward(uint32_t layer_index, const float* hidden, size_t tokens, float* out,
                  LayerBatchReport* report = nullptr);
 
+  // Routes one layer batch from given router logits (tokens x experts fp32,
+  // e.g. recorded in a trace) exactly as Forward routes the gate's, then
+  // executes it. `hidden` may be null when the compute backend only models time.
+  Status ExecuteLogits(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens, float* out,
+                       LayerBatchReport* report = nullptr);
+
   // Runs one layer batch: `hidden` and `out` are routing.tokens x hidden fp32.
   // `report` (optional) receives the batch's counts and step times; the
   // observer, if any, gets it too.
@@ -111,16 +123,27 @@ class MoeEngine {
                  LayerBatchReport* report = nullptr);
 
   const EngineModel& model() const { return model_; }
+  // Whether the compute backend reads data (inputs gathered, outputs aggregated).
+  bool moves_data() const { return moves_data_; }
   // Replaces the observer (null: none); e.g. a recorder made after the engine.
   void set_observer(EngineObserver* observer) { backends_.observer = observer; }
   TierCounters l1_counters() const;
   TierCounters l2_counters() const;
   // Bytes of every pool the engine allocated (L1 + L2 + staging): its memory footprint for weights.
   uint64_t pool_bytes() const;
+  // The memory NVMe reads land in (the L2 pool and the staging slots), split
+  // at slot boundaries into regions of at most 1 GiB (io_uring's limit per
+  // registered buffer), for StorageBackend::RegisterBuffers. Empty when the
+  // storage backend only models time.
+  std::vector<MemoryRegion> read_buffer_regions() const;
 
  private:
   class Batch;
   MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends);
+  Status CheckRoutingCompute() const;
+  // Top-k and capacity over `logits`, the observer's OnRouting, then Run; `start` is when routing began.
+  Status RouteAndRun(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens, float* out,
+                     TimeNs start, LayerBatchReport* report);
   // Execute without telling the observer.
   Status Run(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
              LayerBatchReport* report);
@@ -128,6 +151,7 @@ class MoeEngine {
   EngineModel model_;
   EngineOptions options_;
   EngineBackends backends_;
+  bool moves_data_ = true;                 // compute reads data: gather inputs, aggregate outputs
   std::unique_ptr<SlabPool> l1_pool_;
   std::unique_ptr<SlabPool> l2_pool_;
   std::unique_ptr<SlabPool> staging_pool_;

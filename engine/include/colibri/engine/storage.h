@@ -49,6 +49,12 @@ struct ReadCompletion {
   TimeNs complete_ns = 0;
 };
 
+// A span of memory reads may land in (for registration with the backend).
+struct MemoryRegion {
+  void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
 struct StorageOptions {
   const Clock* clock = nullptr;  // required; owned by the caller, outlives the backend
   uint32_t queue_depth = 32;
@@ -65,6 +71,7 @@ struct StorageCounters {
   uint64_t read_bytes = 0;   // bytes of those reads
   uint64_t read_errors = 0;  // reads completed with an error status
   uint64_t queue_full_events = 0;  // submissions that had to wait for a free queue slot
+  uint64_t registered_reads = 0;   // reads issued into a registered buffer (io_uring READ_FIXED)
 };
 
 class StorageBackend {
@@ -85,6 +92,18 @@ class StorageBackend {
   virtual Status Poll(bool wait, std::vector<ReadCompletion>* out) = 0;
   // Reads submitted and not yet returned by Poll().
   virtual size_t outstanding() const = 0;
+  // Registers the memory reads will land in, replacing any earlier set. With
+  // io_uring these are fixed buffers: a read inside one is issued as
+  // IORING_OP_READ_FIXED (no per-read page pinning). Backends without
+  // registration accept and ignore it. The regions must outlive the backend
+  // or the next call. Errors: InvalidArgument for a null or empty region or
+  // reads outstanding; IoError when the kernel refuses (RLIMIT_MEMLOCK, more
+  // than 16384 regions, a region above 1 GiB) -- the backend then reads into
+  // unregistered memory, which still works.
+  virtual Status RegisterBuffers(const std::vector<MemoryRegion>& regions) {
+    (void)regions;
+    return Status::Ok();
+  }
   // A warning the backend wants printed (e.g. "O_DIRECT unsupported, using buffered reads"), or empty.
   virtual const std::string& warning() const = 0;
 };
