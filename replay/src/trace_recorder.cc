@@ -40,6 +40,7 @@ void TraceRecorder::BeginPass(uint64_t pass_id, bool prefill, std::vector<BatchR
 
 void TraceRecorder::AppendRow(const engine::RoutingDecision& d, size_t row, traces::TraceRecord* record) const {
   record->positions.push_back(rows_[row].position);
+  if (rows_[row].token_id) record->token_ids.push_back(*rows_[row].token_id);
   const uint32_t* ids = d.expert_ids + row * d.top_k;
   const float* weights = d.weights + row * d.top_k;
   record->expert_ids.insert(record->expert_ids.end(), ids, ids + d.top_k);

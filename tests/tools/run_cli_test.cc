@@ -54,7 +54,7 @@ TEST_F(RunCliTest, OutputDigestDoesNotDependOnPlacement) {
 
 TEST_F(RunCliTest, RecordsATraceThatReReads) {
   const std::string trace = dir_->File("run.ctrace");
-  const Outcome run = Run("--record " + trace + " --record-logits --record-hidden");
+  const Outcome run = Run("--record " + trace + " --record-logits --record-hidden --record-tokens");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const Outcome stats = RunColibri("trace stats --json " + trace, dir_->path());
   ASSERT_EQ(stats.exit_code, 0) << stats.err;
@@ -62,6 +62,9 @@ TEST_F(RunCliTest, RecordsATraceThatReReads) {
   EXPECT_EQ(stats.json()["requests"].get<uint64_t>(), 3u);
   const Outcome inspect = RunColibri("trace inspect --json " + trace, dir_->path());
   ASSERT_EQ(inspect.exit_code, 0) << inspect.err;
+  for (const char* field : {"gate_weights", "router_logits", "token_ids", "hidden_states"}) {
+    EXPECT_TRUE(inspect.json()["optional_fields"][field]["present"].get<bool>()) << field;
+  }
   EXPECT_EQ(RunColibri("trace validate " + trace, dir_->path()).exit_code, 0);
 }
 

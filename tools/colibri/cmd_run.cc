@@ -2,7 +2,8 @@
 // R requests, each a prefill pass of P tokens, then N decode passes over all
 // requests together; experts stream from experts.bin (io_uring or pread)
 // through the L2 host cache and the L1 pool into CpuCompute. Hidden states
-// are seeded, with a tunable temporal correlation so routing has locality.
+// come from seeded token ids (Zipf over a vocabulary), with a tunable temporal
+// correlation so routing has locality.
 // Optionally records every layer's routing as a trace.
 #include <sys/resource.h>
 
@@ -39,51 +40,75 @@ struct RunFlags {
   std::string storage = "auto";
   bool direct_io = true;
   double correlation = 0.9;
+  uint32_t vocab = 32000;
   bool verify = false;
   std::string record;
   bool record_logits = false;
   bool record_hidden = false;
+  bool record_tokens = false;
   TraceOutputFlags record_output;
   bool json = false;
 };
 
+// Box-Muller from a raw 64-bit stream (the standard distributions differ across libraries).
+double Normal(std::mt19937_64& rng) {
+  const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+  const double u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+}
+
+// Seeded token ids: each request draws its tokens from its own stream, Zipf
+// distributed over the vocabulary (rank r has weight 1 / r^1.1; natural
+// language token frequencies are roughly Zipfian), token id = rank - 1.
+class TokenStreams {
+ public:
+  TokenStreams(uint64_t seed, uint32_t requests, uint32_t vocab) : cdf_(vocab) {
+    double sum = 0;
+    for (uint32_t r = 0; r < vocab; ++r) cdf_[r] = sum += std::pow(static_cast<double>(r + 1), -kZipfExponent);
+    for (double& c : cdf_) c /= sum;
+    for (uint64_t i = 0; i < requests; ++i) rngs_.emplace_back(seed ^ (0xD1B54A32D192ED03ull * (i + 1)) ^ 0x746f6b656eull);
+  }
+  uint32_t Next(uint64_t request) {
+    const double u = static_cast<double>(rngs_[request]() >> 11) * 0x1.0p-53;
+    const auto it = std::upper_bound(cdf_.begin(), cdf_.end(), u);
+    return static_cast<uint32_t>(std::min<size_t>(it - cdf_.begin(), cdf_.size() - 1));
+  }
+
+ private:
+  static constexpr double kZipfExponent = 1.1;
+  std::vector<double> cdf_;
+  std::vector<std::mt19937_64> rngs_;
+};
+
 // Seeded hidden states: per (request, MoE layer) an AR(1) process
-// x_t = rho x_{t-1} + sqrt(1 - rho^2) n_t with standard normal n_t, advanced
-// once per token, each from its own stream. With a high rho consecutive
-// tokens of a request route alike (realistic decode locality).
+// x_t = rho x_{t-1} + sqrt(1 - rho^2) e(layer, token_t), where e is a fixed
+// standard normal "embedding" of each (layer, token id), made from a stream
+// seeded by both. The same token pushes routing the same way, and with a high
+// rho consecutive tokens of a request route alike (realistic decode locality).
 class HiddenStates {
  public:
   HiddenStates(uint64_t seed, uint32_t requests, uint32_t layers, uint32_t hidden, double rho)
-      : layers_(layers), hidden_(hidden), rho_(rho), state_(static_cast<size_t>(requests) * layers * hidden),
-        started_(static_cast<size_t>(requests) * layers, false) {
-    for (uint64_t i = 0; i < static_cast<uint64_t>(requests) * layers; ++i) {
-      rngs_.emplace_back(seed ^ (0x9E3779B97F4A7C15ull * (i + 1)) ^ 0x68696464656eull);  // "hidden"
-    }
-  }
-  // The next token's state of (request, layer).
-  const float* Next(uint64_t request, uint32_t layer) {
+      : seed_(seed), layers_(layers), hidden_(hidden), rho_(rho), state_(static_cast<size_t>(requests) * layers * hidden),
+        started_(static_cast<size_t>(requests) * layers, false) {}
+  // The state of (request, layer) after `token`.
+  const float* Next(uint64_t request, uint32_t layer, uint32_t token) {
     const size_t i = static_cast<size_t>(request) * layers_ + layer;
     float* x = &state_[i * hidden_];
-    const double rho = started_[i] ? rho_ : 0.0;  // the first token is pure noise
+    const double rho = started_[i] ? rho_ : 0.0;  // the first token is its embedding alone
     const double fresh = std::sqrt(1.0 - rho * rho);
-    for (uint32_t h = 0; h < hidden_; ++h) x[h] = static_cast<float>(rho * x[h] + fresh * Normal(rngs_[i]));
+    std::mt19937_64 embedding(seed_ ^ (0x9E3779B97F4A7C15ull * (static_cast<uint64_t>(layer) << 32 | token)) ^
+                              0x68696464656eull);  // "hidden"
+    for (uint32_t h = 0; h < hidden_; ++h) x[h] = static_cast<float>(rho * x[h] + fresh * Normal(embedding));
     started_[i] = true;
     return x;
   }
 
  private:
-  // Box-Muller from the raw 64-bit stream (the standard distributions differ across libraries).
-  static double Normal(std::mt19937_64& rng) {
-    const double u1 = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
-    const double u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
-  }
-
+  uint64_t seed_;
   uint32_t layers_, hidden_;
   double rho_;
   std::vector<float> state_;
   std::vector<bool> started_;
-  std::vector<std::mt19937_64> rngs_;
 };
 
 // FNV-1a 64 over bytes: the output digest (equality check, not security).
@@ -167,15 +192,28 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   return e;
 }
 
-// One forward pass: every MoE layer over `rows` (request, position) tokens.
-Status RunPass(Engine& e, HiddenStates& hidden, const std::vector<replay::BatchRow>& rows, uint64_t pass_id,
-               bool prefill, RunStats* stats) {
+// The seeded inputs of a run: token ids and the hidden states they drive.
+struct Inputs {
+  TokenStreams tokens;
+  HiddenStates hidden;
+  bool record_tokens;
+};
+
+// One forward pass: every MoE layer over `rows` (request, position, token) tokens.
+Status RunPass(Engine& e, Inputs& in, std::vector<replay::BatchRow> rows, uint64_t pass_id, bool prefill,
+               RunStats* stats) {
   const engine::ModelConfig& c = e.local->model.config();
-  if (e.recorder) e.recorder->BeginPass(pass_id, prefill, rows);
+  for (replay::BatchRow& row : rows) row.token_id = in.tokens.Next(row.request_id);
   std::vector<float> x(rows.size() * c.hidden), out(rows.size() * c.hidden);
   for (uint32_t layer = 0; layer < c.layers(); ++layer) {
     for (size_t i = 0; i < rows.size(); ++i) {
-      std::copy_n(hidden.Next(rows[i].request_id, layer), c.hidden, x.data() + i * c.hidden);
+      std::copy_n(in.hidden.Next(rows[i].request_id, layer, *rows[i].token_id), c.hidden, x.data() + i * c.hidden);
+    }
+    if (layer == 0 && e.recorder) {
+      if (!in.record_tokens) {
+        for (replay::BatchRow& row : rows) row.token_id.reset();
+      }
+      e.recorder->BeginPass(pass_id, prefill, rows);
     }
     engine::LayerBatchReport report;
     COLIBRI_RETURN_IF_ERROR(e.local->moe->Forward(layer, x.data(), rows.size(), out.data(), &report));
@@ -190,21 +228,22 @@ Status RunPass(Engine& e, HiddenStates& hidden, const std::vector<replay::BatchR
 // one pass with one token of every request.
 Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
   const engine::ModelConfig& c = e.local->model.config();
-  HiddenStates hidden(f.seed, f.requests, c.layers(), c.hidden, f.correlation);
+  Inputs inputs{TokenStreams(f.seed, f.requests, f.vocab), HiddenStates(f.seed, f.requests, c.layers(), c.hidden, f.correlation),
+                f.record_tokens};
   uint64_t pass_id = 0;
   Progress progress("run");
   const uint64_t passes = f.requests + f.tokens;
   for (uint32_t r = 0; r < f.requests; ++r) {
     std::vector<replay::BatchRow> rows;
     for (uint32_t t = 0; t < f.prefill; ++t) rows.push_back({r, t});
-    COLIBRI_RETURN_IF_ERROR(RunPass(e, hidden, rows, pass_id++, true, stats));
+    COLIBRI_RETURN_IF_ERROR(RunPass(e, inputs, std::move(rows), pass_id++, true, stats));
     stats->prefill_tokens += f.prefill;
     progress.Update(pass_id, passes);
   }
   for (uint32_t step = 0; step < f.tokens; ++step) {
     std::vector<replay::BatchRow> rows;
     for (uint32_t r = 0; r < f.requests; ++r) rows.push_back({r, f.prefill + step});
-    COLIBRI_RETURN_IF_ERROR(RunPass(e, hidden, rows, pass_id++, false, stats));
+    COLIBRI_RETURN_IF_ERROR(RunPass(e, inputs, std::move(rows), pass_id++, false, stats));
     stats->decode_tokens += f.requests;
     progress.Update(pass_id, passes);
   }
@@ -229,9 +268,10 @@ Json ConfigJson(const RunFlags& f) {
               {"l1_policy", f.l1_policy},   {"queue_depth", f.queue_depth},
               {"staging_slots", f.staging_slots},
               {"threads", f.threads},       {"storage", f.storage},
-              {"direct_io", f.direct_io},   {"correlation", f.correlation},
+              {"direct_io", f.direct_io},   {"correlation", f.correlation}, {"vocab", f.vocab},
               {"verify", f.verify},         {"record", f.record},
-              {"record_logits", f.record_logits}, {"record_hidden", f.record_hidden}};
+              {"record_logits", f.record_logits}, {"record_hidden", f.record_hidden},
+              {"record_tokens", f.record_tokens}};
   config.update(ToJson(f.record_output));
   return config;
 }
@@ -333,10 +373,14 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--correlation", f->correlation, "Temporal correlation of a request's hidden states (0..1)")
       ->check(CLI::Range(0.0, 0.9999))
       ->capture_default_str();
+  cmd->add_option("--vocab", f->vocab, "Vocabulary of the seeded token ids (Zipf distributed)")
+      ->check(CLI::Range(1u, 1u << 24))
+      ->capture_default_str();
   cmd->add_flag("--verify", f->verify, "Verify the model's checksums before running");
   cmd->add_option("--record", f->record, "Record every layer's routing to this trace file");
   cmd->add_flag("--record-logits", f->record_logits, "Record raw router logits (with --record)");
   cmd->add_flag("--record-hidden", f->record_hidden, "Record the router inputs, fp32 (with --record)");
+  cmd->add_flag("--record-tokens", f->record_tokens, "Record the seeded token ids (with --record)");
   AddTraceOutputFlags(cmd, &f->record_output);
   cmd->add_flag("--json", f->json, "Print the result as JSON on stdout");
   cmd->callback([f, exit_code] { *exit_code = Emit(Run(*f), f->json, &PrintHuman); });
