@@ -27,26 +27,6 @@ struct CapturedRouting : EngineObserver {
   void OnRouting(const RoutingDecision& d) override { ids.assign(d.expert_ids, d.expert_ids + d.tokens * d.top_k); }
 };
 
-// fp64 softmax top-k (ties to the lower id) with renormalisation; `margin` gets
-// the gap between the k-th and (k+1)-th probability.
-void ReferenceRoute(const double* logits, uint32_t experts, uint32_t k, std::vector<uint32_t>* ids,
-                    std::vector<double>* weights, double* margin) {
-  const double max = *std::max_element(logits, logits + experts);
-  std::vector<double> p(experts);
-  double sum = 0;
-  for (uint32_t e = 0; e < experts; ++e) sum += p[e] = std::exp(logits[e] - max);
-  for (double& v : p) v /= sum;
-  std::vector<uint32_t> order(experts);
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
-  ids->assign(order.begin(), order.begin() + k);
-  double kept = 0;
-  for (uint32_t s = 0; s < k; ++s) kept += p[order[s]];
-  weights->clear();
-  for (uint32_t s = 0; s < k; ++s) weights->push_back(p[order[s]] / kept);
-  *margin = p[order[k - 1]] - p[order[k]];
-}
-
 std::vector<std::byte> ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
@@ -96,11 +76,11 @@ TEST_P(EngineReferenceTest, ForwardMatchesNaiveFp64Reference) {
     const std::vector<double> logits =
         reference::ReferenceGateGemv(model->GateWeight(layer), model->GateBias(layer), c.experts, c.hidden, x.data(), tokens);
     for (size_t t = 0; t < tokens; ++t) {
-      std::vector<uint32_t> ids;
-      std::vector<double> weights;
-      double margin = 0;
-      ReferenceRoute(&logits[t * c.experts], c.experts, c.top_k, &ids, &weights, &margin);
-      if (margin < 1e-5) continue;  // a near-tie: fp32 and fp64 may rank differently
+      const reference::ReferenceRouting r =
+          reference::ReferenceRouteTopK(&logits[t * c.experts], c.experts, c.top_k, /*renormalize=*/true);
+      const std::vector<uint32_t>& ids = r.ids;
+      const std::vector<double>& weights = r.weights;
+      if (r.margin < 1e-5) continue;  // a near-tie: fp32 and fp64 may rank differently
       ASSERT_EQ(std::vector<uint32_t>(routing.ids.begin() + t * c.top_k, routing.ids.begin() + (t + 1) * c.top_k), ids);
       std::vector<double> want(c.hidden, 0.0);
       for (uint32_t s = 0; s < c.top_k; ++s) {

@@ -5,120 +5,36 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <map>
+#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <random>
 
 #include "colibri/engine/model.h"
 #include "model_codec.h"
 #include "model_test_util.h"
+#include "safetensors_test_util.h"
 
 namespace colibri::engine {
 namespace {
 
 using model_detail::MatrixKind;
 using ::testing::HasSubstr;
+using testing_util::CheckpointBuilder;
+using testing_util::CheckpointShape;
 using testing_util::ReadBytes;
 using testing_util::ScratchDir;
+using testing_util::SourceTensor;
+using testing_util::Tensors;
+using testing_util::WriteSafetensors;
 using testing_util::WriteText;
 
 constexpr uint32_t kLayers = 2;
 constexpr uint32_t kExperts = 4;
 constexpr uint32_t kHidden = 8;
 
-struct SourceTensor {
-  std::string dtype;  // safetensors name
-  std::vector<uint64_t> shape;
-  std::vector<float> values;  // exactly representable in dtype
-};
-using Tensors = std::map<std::string, SourceTensor>;
-
-float RoundTo(const std::string& dtype, float value) {
-  if (dtype == "BF16") return Bf16ToFloat(FloatToBf16(value));
-  if (dtype == "F16") return Fp16ToFloat(FloatToFp16(value));
-  return value;
+// The builder at this file's shape: kExperts experts of kHidden x intermediate.
+CheckpointBuilder Builder(const std::string& dtype, bool mixtral_names, uint32_t intermediate) {
+  return CheckpointBuilder(dtype, mixtral_names, CheckpointShape{kExperts, kHidden, intermediate});
 }
-
-void AppendEncoded(const SourceTensor& t, std::string* data) {
-  for (float v : t.values) {
-    if (t.dtype == "F32") {
-      data->append(reinterpret_cast<const char*>(&v), 4);
-    } else {
-      const uint16_t bits = t.dtype == "BF16" ? FloatToBf16(v) : FloatToFp16(v);
-      data->append(reinterpret_cast<const char*>(&bits), 2);
-    }
-  }
-}
-
-// Writes tensors as one safetensors file; I64 tensors get zero bytes.
-void WriteSafetensors(const std::string& path, const Tensors& tensors) {
-  nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
-  std::string data;
-  for (const auto& [name, t] : tensors) {
-    const size_t begin = data.size();
-    if (t.dtype == "I64") {
-      data.append(8 * t.shape[0], '\0');
-    } else {
-      AppendEncoded(t, &data);
-    }
-    header[name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {begin, data.size()}}};
-  }
-  std::string text = header.dump();
-  text.append((8 - text.size() % 8) % 8, ' ');
-  const uint64_t length = text.size();
-  std::string file(reinterpret_cast<const char*>(&length), 8);
-  WriteText(path, file + text + data);
-}
-
-// Builds a checkpoint: the routed experts and routers of `layer_ids`, plus
-// tensors export must ignore.
-class CheckpointBuilder {
- public:
-  CheckpointBuilder(std::string dtype, bool mixtral_names, uint32_t intermediate)
-      : dtype_(std::move(dtype)), mixtral_(mixtral_names), intermediate_(intermediate) {}
-
-  Tensors Build(const std::vector<uint32_t>& layer_ids) {
-    Tensors tensors;
-    for (uint32_t layer : layer_ids) {
-      for (uint32_t e = 0; e < kExperts; ++e) {
-        for (MatrixKind kind : model_detail::kMatrixKinds) {
-          const bool down = kind == MatrixKind::kDown;
-          tensors[ExpertName(layer, e, kind)] = Random(down ? kHidden : intermediate_, down ? intermediate_ : kHidden);
-        }
-      }
-      tensors[Prefix(layer) + "gate.weight"] = Random(kExperts, kHidden);
-    }
-    tensors["model.embed_tokens.weight"] = Random(3, kHidden);
-    tensors["model.position_ids"] = SourceTensor{"I64", {2}, {}};
-    return tensors;
-  }
-
-  std::string ExpertName(uint32_t layer, uint32_t expert, MatrixKind kind) const {
-    static const char* const kMixtral[] = {"w1", "w3", "w2"};
-    static const char* const kMlp[] = {"gate_proj", "up_proj", "down_proj"};
-    const auto k = static_cast<size_t>(kind);
-    return Prefix(layer) + "experts." + std::to_string(expert) + "." + (mixtral_ ? kMixtral[k] : kMlp[k]) + ".weight";
-  }
-  std::string Prefix(uint32_t layer) const {
-    return "model.layers." + std::to_string(layer) + (mixtral_ ? ".block_sparse_moe." : ".mlp.");
-  }
-
- private:
-  SourceTensor Random(uint64_t rows, uint64_t cols) {
-    SourceTensor t{dtype_, {rows, cols}, {}};
-    for (uint64_t i = 0; i < rows * cols; ++i) {
-      const float uniform = static_cast<float>(static_cast<int32_t>(rng_())) / 2147483648.0f;  // [-1, 1)
-      t.values.push_back(RoundTo(dtype_, uniform));
-    }
-    return t;
-  }
-
-  std::string dtype_;
-  bool mixtral_;
-  uint32_t intermediate_;
-  std::mt19937 rng_{12345};
-};
 
 std::string HfConfig(bool mixtral_names, uint32_t intermediate) {
   nlohmann::json config = {{"hidden_size", kHidden},
@@ -141,7 +57,7 @@ std::string HfConfig(bool mixtral_names, uint32_t intermediate) {
 Tensors WriteCheckpoint(const std::string& dir, const std::string& dtype, bool mixtral_names, uint32_t intermediate) {
   std::filesystem::create_directories(dir);
   WriteText(dir + "/config.json", HfConfig(mixtral_names, intermediate));
-  Tensors tensors = CheckpointBuilder(dtype, mixtral_names, intermediate).Build({0, 1});
+  Tensors tensors = Builder(dtype, mixtral_names, intermediate).Build({0, 1});
   WriteSafetensors(dir + "/model.safetensors", tensors);
   return tensors;
 }
@@ -184,7 +100,7 @@ void ForEachRow(const Model& model, const Tensors& tensors, const CheckpointBuil
 
 void ExpectRoutersEqual(const Model& model, const Tensors& tensors, const CheckpointBuilder& names) {
   for (uint32_t l = 0; l < model.config().layers(); ++l) {
-    const SourceTensor& router = tensors.at(names.Prefix(model.config().layer_ids[l]) + "gate.weight");
+    const SourceTensor& router = tensors.at(names.RouterName(model.config().layer_ids[l]));
     EXPECT_EQ(std::vector<float>(model.GateWeight(l), model.GateWeight(l) + kExperts * kHidden), router.values);
     EXPECT_EQ(std::vector<float>(model.GateBias(l), model.GateBias(l) + kExperts), std::vector<float>(kExperts, 0));
   }
@@ -211,9 +127,9 @@ TEST(ModelExportTest, ExportedBlocksDecodeToTheSourceValues) {
       ASSERT_TRUE(model.ok()) << model.status().message();
       EXPECT_EQ(model->config().intermediate, 16u);
       ForEachRow(
-          model.value(), tensors, CheckpointBuilder(dtype, mixtral, 16),
+          model.value(), tensors, Builder(dtype, mixtral, 16),
           [](const std::vector<float>& source, const std::vector<float>& decoded) { ASSERT_EQ(decoded, source); });
-      ExpectRoutersEqual(model.value(), tensors, CheckpointBuilder(dtype, mixtral, 16));
+      ExpectRoutersEqual(model.value(), tensors, Builder(dtype, mixtral, 16));
     }
   }
 }
@@ -221,7 +137,7 @@ TEST(ModelExportTest, ExportedBlocksDecodeToTheSourceValues) {
 TEST(ModelExportTest, ConvertingDtypesRoundsOnce) {
   ScratchDir scratch;
   const Tensors tensors = WriteCheckpoint(scratch.Path("ckpt"), "F32", false, 16);
-  const CheckpointBuilder names("F32", false, 16);
+  const CheckpointBuilder names = Builder("F32", false, 16);
   for (DType dtype : {DType::kBf16, DType::kInt8}) {
     ExportOptions options = From(scratch.Path("ckpt"));
     options.dtype = dtype;
@@ -259,7 +175,7 @@ TEST(ModelExportTest, PadIntermediateAddsZeroRowsAndColumns) {
   auto model = OpenModel(scratch.Path("m"), true);
   ASSERT_TRUE(model.ok()) << model.status().message();
   int rows = 0;
-  ForEachRow(model.value(), tensors, CheckpointBuilder("BF16", false, 12),
+  ForEachRow(model.value(), tensors, Builder("BF16", false, 12),
              [&](const std::vector<float>& source, const std::vector<float>& decoded) {
                ++rows;
                ASSERT_EQ(decoded, source);  // zero-padded source: padded rows and columns are zero
@@ -290,8 +206,8 @@ TEST(ModelExportTest, DeepseekSkipsDenseLayersAndShardsFollowTheIndex) {
                                                  {"scoring_func", "softmax"},
                                                  {"routed_scaling_factor", 1.0}}
                                       .dump());
-  const CheckpointBuilder names("BF16", false, 16);
-  Tensors tensors = CheckpointBuilder("BF16", false, 16).Build({1, 2});
+  const CheckpointBuilder names = Builder("BF16", false, 16);
+  Tensors tensors = Builder("BF16", false, 16).Build({1, 2});
   Tensors first, second;
   for (const auto& [name, t] : tensors) (name.find("layers.2.") == std::string::npos ? first : second)[name] = t;
   WriteSafetensors(dir + "/model-00001-of-00002.safetensors", first);
@@ -320,7 +236,7 @@ TEST(ModelExportTest, BadCheckpointsGiveClearErrors) {
   ScratchDir scratch;
   const std::string dir = scratch.Path("ckpt");
   Tensors tensors = WriteCheckpoint(dir, "F32", true, 16);
-  const CheckpointBuilder names("F32", true, 16);
+  const CheckpointBuilder names = Builder("F32", true, 16);
   const std::string victim = names.ExpertName(1, 3, MatrixKind::kDown);
   int run = 0;
   auto export_error = [&] {

@@ -1,13 +1,16 @@
-// Test helpers: a naive fp64 reference of the SwiGLU expert FFN and the gate
-// GEMV, reading the same expert block layout as the engine (bf16, fp16 and
-// int8 weights dequantised exactly: every such value is an fp32, and
-// int8 x scale is exact in fp64), plus seeded random experts and activations.
+// Test helpers: a naive fp64 reference of the SwiGLU expert FFN, the gate
+// GEMV and softmax top-k routing, reading either the same expert block layout
+// as the engine (bf16, fp16 and int8 weights dequantised exactly: every such
+// value is an fp32, and int8 x scale is exact in fp64) or plain row-major
+// source matrices, plus seeded random experts and activations.
 // Header-only, for any test that needs an oracle independent of CpuCompute.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -75,10 +78,12 @@ inline double WeightAt(const ExpertView& expert, ExpertMatrix which, uint32_t ro
 
 inline double SiluF64(double z) { return z / (1.0 + std::exp(-z)); }
 
-// tokens x hidden outputs of the expert for tokens x hidden inputs.
-inline std::vector<double> ReferenceExpertFfn(const ExpertView& expert, const float* x, size_t tokens) {
-  const uint32_t hidden = expert.layout->hidden;
-  const uint32_t inter = expert.layout->intermediate;
+// tokens x hidden outputs of a SwiGLU FFN, down(silu(gate x) * up x), in
+// fp64, for tokens x hidden inputs; weight(which, row, col) gives each weight
+// (gate, up: intermediate x hidden; down: hidden x intermediate).
+template <typename WeightFn>
+std::vector<double> ReferenceSwiGluFfn(uint32_t hidden, uint32_t inter, const WeightFn& weight, const float* x,
+                                       size_t tokens) {
   std::vector<double> y(tokens * hidden);
   std::vector<double> h(inter);
   for (size_t t = 0; t < tokens; ++t) {
@@ -86,18 +91,51 @@ inline std::vector<double> ReferenceExpertFfn(const ExpertView& expert, const fl
     for (uint32_t i = 0; i < inter; ++i) {
       double g = 0, u = 0;
       for (uint32_t c = 0; c < hidden; ++c) {
-        g += WeightAt(expert, ExpertMatrix::kGate, i, c) * xt[c];
-        u += WeightAt(expert, ExpertMatrix::kUp, i, c) * xt[c];
+        g += weight(ExpertMatrix::kGate, i, c) * xt[c];
+        u += weight(ExpertMatrix::kUp, i, c) * xt[c];
       }
       h[i] = SiluF64(g) * u;
     }
     for (uint32_t r = 0; r < hidden; ++r) {
       double sum = 0;
-      for (uint32_t i = 0; i < inter; ++i) sum += WeightAt(expert, ExpertMatrix::kDown, r, i) * h[i];
+      for (uint32_t i = 0; i < inter; ++i) sum += weight(ExpertMatrix::kDown, r, i) * h[i];
       y[t * hidden + r] = sum;
     }
   }
   return y;
+}
+
+// tokens x hidden outputs of the expert for tokens x hidden inputs.
+inline std::vector<double> ReferenceExpertFfn(const ExpertView& expert, const float* x, size_t tokens) {
+  const auto weight = [&](ExpertMatrix which, uint32_t row, uint32_t col) { return WeightAt(expert, which, row, col); };
+  return ReferenceSwiGluFfn(expert.layout->hidden, expert.layout->intermediate, weight, x, tokens);
+}
+
+// An expert as plain row-major fp32 matrices, e.g. a checkpoint's source
+// tensors: gate and up intermediate x hidden, down hidden x intermediate.
+struct DenseExpert {
+  const float* gate = nullptr;
+  const float* up = nullptr;
+  const float* down = nullptr;
+  uint32_t hidden = 0;
+  uint32_t intermediate = 0;
+
+  double At(ExpertMatrix which, uint32_t row, uint32_t col) const {
+    switch (which) {
+      case ExpertMatrix::kGate:
+        return gate[uint64_t{row} * hidden + col];
+      case ExpertMatrix::kUp:
+        return up[uint64_t{row} * hidden + col];
+      case ExpertMatrix::kDown:
+        break;
+    }
+    return down[uint64_t{row} * intermediate + col];
+  }
+};
+
+inline std::vector<double> ReferenceExpertFfn(const DenseExpert& expert, const float* x, size_t tokens) {
+  const auto weight = [&](ExpertMatrix which, uint32_t row, uint32_t col) { return expert.At(which, row, col); };
+  return ReferenceSwiGluFfn(expert.hidden, expert.intermediate, weight, x, tokens);
 }
 
 // tokens x experts logits; bias may be null.
@@ -112,6 +150,35 @@ inline std::vector<double> ReferenceGateGemv(const float* weight, const float* b
     }
   }
   return logits;
+}
+
+// One token's routing in fp64: softmax over `experts` logits, the top `k` by
+// probability (ties to the lower id), weights renormalised to sum to 1 when
+// `renormalize`. `margin` is the gap between the k-th and the (k+1)-th
+// probability (1 when k == experts): below ~1e-5 an fp32 router may rank
+// differently.
+struct ReferenceRouting {
+  std::vector<uint32_t> ids;  // rank order
+  std::vector<double> weights;
+  double margin = 0;
+};
+
+inline ReferenceRouting ReferenceRouteTopK(const double* logits, uint32_t experts, uint32_t k, bool renormalize) {
+  const double max = *std::max_element(logits, logits + experts);
+  std::vector<double> p(experts);
+  double sum = 0;
+  for (uint32_t e = 0; e < experts; ++e) sum += p[e] = std::exp(logits[e] - max);
+  for (double& v : p) v /= sum;
+  std::vector<uint32_t> order(experts);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return p[a] > p[b]; });
+  ReferenceRouting r;
+  r.ids.assign(order.begin(), order.begin() + k);
+  double kept = 0;
+  for (uint32_t s = 0; s < k; ++s) kept += p[order[s]];
+  for (uint32_t s = 0; s < k; ++s) r.weights.push_back(renormalize ? p[order[s]] / kept : p[order[s]]);
+  r.margin = k < experts ? p[order[k - 1]] - p[order[k]] : 1.0;
+  return r;
 }
 
 // ||got - want||_2 / ||want||_2.
