@@ -2,7 +2,10 @@
 // block-aligned reads of whole expert blocks with O_DIRECT, kept at a fixed
 // queue depth for a fixed time, through a StorageBackend (uring or pread);
 // fio with the same file, block size and queue depth in the same run as the
-// reference (docs/BENCHMARKS.md).
+// reference (docs/BENCHMARKS.md). With --model DIR the file is the model's
+// experts.bin, the reads are its expert blocks, and the engine itself also
+// streams them in the all-miss configuration (L1 = L2 = 0, one staging slot
+// per queue slot) while computing them: layer batches of random routing.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,12 +17,14 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "cli_common.h"
 #include "colibri/engine/clock.h"
+#include "colibri/engine/local_engine.h"
 #include "colibri/engine/storage.h"
 #include "commands.h"
 
@@ -29,6 +34,9 @@ namespace {
 constexpr uint64_t kPageBytes = 4096;
 
 struct BenchIoFlags {
+  std::string model;                    // a model directory: read its experts.bin's expert blocks
+  uint32_t batch_tokens = 64;           // --model: tokens per layer batch of the engine run
+  uint32_t threads = 2;                 // --model: CPU compute threads of the engine run
   std::string file;                     // empty: create a temporary file of size_bytes in dir
   uint64_t size_bytes = 2ull << 30;
   std::string dir = std::filesystem::temp_directory_path().string();
@@ -111,8 +119,9 @@ struct BlockBuffers {
 };
 
 // Keeps queue_depth random whole-block reads in flight for `seconds`, then drains.
+// `offsets`: where the blocks start (a model's expert offsets), or empty for every block-aligned offset.
 Result<ColibriRun> RunColibri(const std::string& path, uint64_t file_bytes, uint64_t block_bytes,
-                              const BenchIoFlags& f, uint64_t seed) {
+                              const std::vector<uint64_t>& offsets, const BenchIoFlags& f, uint64_t seed) {
   engine::MonotonicClock clock;
   BlockBuffers buffers(f.queue_depth, block_bytes);
   engine::StorageOptions options;
@@ -129,9 +138,11 @@ Result<ColibriRun> RunColibri(const std::string& path, uint64_t file_bytes, uint
   engine::StorageBackend& storage = *opened.value();
 
   std::mt19937_64 rng(seed);
-  const uint64_t blocks = file_bytes / block_bytes;
+  const uint64_t blocks = offsets.empty() ? file_bytes / block_bytes : offsets.size();
   auto submit = [&](uint64_t slot) {
-    return storage.Submit({rng() % blocks * block_bytes, block_bytes, buffers.pointers[slot], slot});
+    const uint64_t block = rng() % blocks;
+    const uint64_t offset = offsets.empty() ? block * block_bytes : offsets[block];
+    return storage.Submit({offset, block_bytes, buffers.pointers[slot], slot});
   };
   ColibriRun run;
   const engine::TimeNs start_ns = clock.Now();
@@ -155,6 +166,65 @@ Result<ColibriRun> RunColibri(const std::string& path, uint64_t file_bytes, uint
   run.backend = storage.caps().name;
   run.direct_io = storage.caps().direct_io;
   run.warning = storage.warning();
+  return run;
+}
+
+struct EngineRun {
+  uint64_t read_bytes = 0;
+  uint64_t reads = 0;
+  uint64_t registered_reads = 0;
+  uint64_t layer_batches = 0;
+  uint64_t distinct_experts = 0;
+  engine::TimeNs compute_ns = 0;
+  double elapsed_s = 0;
+  double read_bytes_per_s() const { return static_cast<double>(read_bytes) / elapsed_s; }
+};
+
+// Random routing for one layer batch: each token's top_k distinct experts, weights 1/k.
+void RandomRouting(std::mt19937_64& rng, uint32_t experts, uint32_t k, size_t tokens, std::vector<uint32_t>* ids,
+                   std::vector<float>* weights) {
+  ids->clear();
+  weights->assign(tokens * k, 1.0f / static_cast<float>(k));
+  for (size_t t = 0; t < tokens; ++t) {
+    while (ids->size() < (t + 1) * k) {
+      const auto id = static_cast<uint32_t>(rng() % experts);
+      if (std::find(ids->begin() + static_cast<std::ptrdiff_t>(t * k), ids->end(), id) == ids->end()) ids->push_back(id);
+    }
+  }
+}
+
+// The engine in the all-miss configuration for `seconds`: layer batches of
+// random routing, every expert read from storage into a staging slot and computed.
+Result<EngineRun> RunEngine(const BenchIoFlags& f, uint64_t seed) {
+  engine::LocalEngineOptions options;
+  options.model_dir = f.model;
+  options.storage = f.backend;
+  options.queue_depth = f.queue_depth;
+  options.threads = f.threads;
+  options.engine.staging_slots = f.queue_depth;
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::LocalEngine> e, engine::LocalEngine::Open(options));
+  if (f.backend == "uring" && !f.register_buffers) COLIBRI_RETURN_IF_ERROR(e->storage->RegisterBuffers({}));
+  const engine::EngineModel& m = e->moe->model();
+  std::vector<float> hidden(static_cast<size_t>(f.batch_tokens) * m.layout.hidden, 0.5f), out(hidden.size());
+  std::vector<uint32_t> ids;
+  std::vector<float> weights;
+  std::mt19937_64 rng(seed);
+  EngineRun run;
+  const engine::TimeNs start_ns = e->loop.Now();
+  const engine::TimeNs deadline_ns = start_ns + static_cast<engine::TimeNs>(f.seconds) * 1'000'000'000;
+  for (uint32_t layer = 0; e->loop.Now() < deadline_ns; layer = (layer + 1) % m.moe_layers) {
+    RandomRouting(rng, m.experts, m.top_k, f.batch_tokens, &ids, &weights);
+    engine::LayerBatchReport report;
+    COLIBRI_RETURN_IF_ERROR(e->moe->Execute(layer, hidden.data(), {f.batch_tokens, ids.data(), weights.data()},
+                                            out.data(), &report));
+    ++run.layer_batches;
+    run.distinct_experts += report.distinct_experts;
+    run.compute_ns += report.step_ns.compute;
+  }
+  run.elapsed_s = static_cast<double>(e->loop.Now() - start_ns) / 1e9;
+  run.read_bytes = e->storage->counters().read_bytes;
+  run.reads = e->storage->counters().reads;
+  run.registered_reads = e->storage->counters().registered_reads;
   return run;
 }
 
@@ -210,6 +280,8 @@ Json FioLatencyJson(const Json& read) {
 }
 
 struct Measured {
+  std::optional<EngineRun> engine_best;  // with --model
+  std::vector<double> engine_runs_bytes_per_s;
   ColibriRun best;
   std::vector<double> runs_bytes_per_s;
   Json fio_best = nullptr;  // fio's read section of its best run
@@ -222,19 +294,27 @@ bool FioAvailable(const std::string& fio) {
   return std::system(("command -v " + ShellQuote(fio) + " >/dev/null 2>&1").c_str()) == 0;
 }
 
-// `repeats` rounds of colibri then fio (interleaved, so drift hits both); the best of each.
-Result<Measured> Measure(const std::string& path, uint64_t file_bytes, uint64_t block_bytes, const BenchIoFlags& f,
-                         Progress* progress) {
+// `repeats` rounds of colibri (storage, then the engine with --model) then
+// fio (interleaved, so drift hits all); the best of each.
+Result<Measured> Measure(const std::string& path, uint64_t file_bytes, uint64_t block_bytes,
+                         const std::vector<uint64_t>& offsets, const BenchIoFlags& f, Progress* progress) {
   Measured m;
   const bool fio = FioAvailable(f.fio);
   if (!fio) m.fio_note = f.fio == "none" ? "skipped (--fio none)" : "'" + f.fio + "' not found";
+  const int steps = f.model.empty() ? 2 : 3;
   for (int round = 0; round < f.repeats; ++round) {
-    progress->Update(2 * round + 1, 2 * f.repeats);
-    COLIBRI_ASSIGN_OR_RETURN(ColibriRun run, RunColibri(path, file_bytes, block_bytes, f, f.seed + round));
+    progress->Update(steps * round + 1, steps * f.repeats);
+    COLIBRI_ASSIGN_OR_RETURN(ColibriRun run, RunColibri(path, file_bytes, block_bytes, offsets, f, f.seed + round));
     m.runs_bytes_per_s.push_back(run.read_bytes_per_s());
     if (round == 0 || run.read_bytes_per_s() > m.best.read_bytes_per_s()) m.best = std::move(run);
+    if (!f.model.empty()) {
+      progress->Update(steps * round + 2, steps * f.repeats);
+      COLIBRI_ASSIGN_OR_RETURN(EngineRun engine_run, RunEngine(f, f.seed + round));
+      m.engine_runs_bytes_per_s.push_back(engine_run.read_bytes_per_s());
+      if (!m.engine_best || engine_run.read_bytes_per_s() > m.engine_best->read_bytes_per_s()) m.engine_best = engine_run;
+    }
     if (!fio) continue;
-    progress->Update(2 * round + 2, 2 * f.repeats);
+    progress->Update(steps * round + steps, steps * f.repeats);
     COLIBRI_ASSIGN_OR_RETURN(Json read, RunFio(FioCommand(f.fio, path, block_bytes, f)));
     const double bw = read.value("bw_bytes", 0.0);
     m.fio_runs_bytes_per_s.push_back(bw);
@@ -244,7 +324,10 @@ Result<Measured> Measure(const std::string& path, uint64_t file_bytes, uint64_t 
 }
 
 Json ConfigJson(const BenchIoFlags& f) {
-  return Json{{"file", f.file},
+  return Json{{"model", f.model},
+              {"batch_tokens", f.batch_tokens},
+              {"threads", f.threads},
+              {"file", f.file},
               {"size_bytes", f.size_bytes},
               {"dir", f.dir},
               {"block_bytes", f.block_bytes},
@@ -271,6 +354,20 @@ Json ResultJson(const BenchIoFlags& f, const std::string& path, uint64_t file_by
                {"runs_read_bytes_per_s", m->fio_runs_bytes_per_s}};
     if (fio_bw > 0) ratio = best.read_bytes_per_s() / fio_bw;
   }
+  Json engine = nullptr;
+  if (m->engine_best) {
+    const EngineRun& e = *m->engine_best;
+    engine = Json{{"read_bytes_per_s", e.read_bytes_per_s()},
+                  {"read_bytes", e.read_bytes},
+                  {"reads", e.reads},
+                  {"registered_reads", e.registered_reads},
+                  {"layer_batches", e.layer_batches},
+                  {"experts_per_batch", static_cast<double>(e.distinct_experts) / static_cast<double>(e.layer_batches)},
+                  {"compute_s", static_cast<double>(e.compute_ns) / 1e9},
+                  {"elapsed_s", e.elapsed_s},
+                  {"runs_read_bytes_per_s", m->engine_runs_bytes_per_s},
+                  {"over_fio", fio.is_null() ? Json(nullptr) : Json(e.read_bytes_per_s() / fio["read_bytes_per_s"].get<double>())}};
+  }
   return Json{{"config", ConfigJson(f)},
               {"file", path},
               {"file_bytes", file_bytes},
@@ -290,15 +387,37 @@ Json ResultJson(const BenchIoFlags& f, const std::string& path, uint64_t file_by
               {"runs_read_bytes_per_s", m->runs_bytes_per_s},
               {"fio", fio},
               {"fio_note", m->fio_note.empty() ? Json(nullptr) : Json(m->fio_note)},
-              {"colibri_over_fio", ratio}};
+              {"colibri_over_fio", ratio},
+              {"engine", engine}};
+}
+
+// The model's experts file, expert block size and every expert's offset.
+struct ModelBlocks {
+  std::string path;
+  uint64_t block_bytes = 0;
+  std::vector<uint64_t> offsets;
+};
+
+Result<ModelBlocks> ModelBlocksOf(const std::string& dir) {
+  COLIBRI_ASSIGN_OR_RETURN(engine::Model model, engine::OpenModel(dir, /*verify_checksums=*/false));
+  ModelBlocks blocks{model.experts_path(), model.config().layout.block_bytes, {}};
+  for (uint32_t layer = 0; layer < model.config().layers(); ++layer) {
+    for (uint32_t e = 0; e < model.config().experts; ++e) blocks.offsets.push_back(model.ExpertOffset(layer, e));
+  }
+  return blocks;
 }
 
 Result<Json> BenchIo(const BenchIoFlags& f, Progress* progress) {
   if (f.block_bytes == 0) return Status::InvalidArgument("--block-bytes must be > 0");
-  const uint64_t block_bytes = RoundUp(f.block_bytes, kPageBytes);
+  uint64_t block_bytes = RoundUp(f.block_bytes, kPageBytes);
   TempFile created;
   std::string path = f.file;
-  if (path.empty()) {
+  ModelBlocks model;
+  if (!f.model.empty()) {
+    COLIBRI_ASSIGN_OR_RETURN(model, ModelBlocksOf(f.model));
+    path = model.path;
+    block_bytes = model.block_bytes;
+  } else if (path.empty()) {
     const std::string name = "colibri-bench-io-" + std::to_string(::getpid()) + ".bin";
     created.path = (std::filesystem::path(f.dir) / name).string();
     path = created.path;
@@ -311,8 +430,19 @@ Result<Json> BenchIo(const BenchIoFlags& f, Progress* progress) {
     return Status::InvalidArgument(path + ": " + std::to_string(file_bytes) + " bytes, smaller than one block (" +
                                    std::to_string(block_bytes) + " bytes)");
   }
-  COLIBRI_ASSIGN_OR_RETURN(Measured m, Measure(path, file_bytes, block_bytes, f, progress));
+  COLIBRI_ASSIGN_OR_RETURN(Measured m, Measure(path, file_bytes, block_bytes, model.offsets, f, progress));
   return ResultJson(f, path, file_bytes, !created.path.empty(), block_bytes, &m);
+}
+
+// The engine's all-miss streaming (with --model).
+void PrintEngineHuman(const Json& e) {
+  if (e.is_null()) return;
+  std::printf("%-10s %9.1f MiB/s  %llu layer batches, %.1f experts each, compute %.2f s of %.2f s",
+              "engine", e["read_bytes_per_s"].get<double>() / 1048576.0,
+              static_cast<unsigned long long>(e["layer_batches"].get<uint64_t>()), e["experts_per_batch"].get<double>(),
+              e["compute_s"].get<double>(), e["elapsed_s"].get<double>());
+  if (!e["over_fio"].is_null()) std::printf("  engine / fio %.3f", e["over_fio"].get<double>());
+  std::printf("\n");
 }
 
 void PrintHuman(const Json& r) {
@@ -335,6 +465,7 @@ void PrintHuman(const Json& r) {
               r["fio"]["read_bytes_per_s"].get<double>() / 1048576.0, ms(fio_lat["p50"]), ms(fio_lat["p99"]),
               ms(fio_lat["p999"]), ms(fio_lat["max"]));
   std::printf("colibri / fio %.3f\n", r["colibri_over_fio"].get<double>());
+  PrintEngineHuman(r["engine"]);
 }
 
 }  // namespace
@@ -343,16 +474,28 @@ void AddBenchIoCommand(CLI::App* bench, int* exit_code) {
   auto flags = std::make_shared<BenchIoFlags>();
   CLI::App* cmd = bench->add_subcommand(
       "io", "All-miss expert streaming: random whole-block O_DIRECT reads at a queue depth, against fio");
+  CLI::Option* model = cmd->add_option("--model", flags->model,
+                                       "Model directory: read its experts.bin's expert blocks, and stream them "
+                                       "through the engine too (L1 = L2 = 0)");
+  cmd->add_option("--batch-tokens", flags->batch_tokens, "With --model: tokens per layer batch (random routing)")
+      ->check(CLI::Range(1u, 65536u))
+      ->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "With --model: CPU compute threads")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
   CLI::Option* file = cmd->add_option("--file", flags->file, "File to read (default: create one of --size in --dir)")
+                          ->excludes(model)
                           ->capture_default_str();
   cmd->add_option("--size", flags->size_bytes, "Size of the file to create when --file is not given")
       ->transform(SizeValidator())
       ->excludes(file)
+      ->excludes(model)
       ->capture_default_str();
   cmd->add_option("--dir", flags->dir, "Directory for the created file")->capture_default_str();
   cmd->add_option("--block-bytes", flags->block_bytes, "Bytes per read, rounded up to 4 KiB (default: one "
-                  "Qwen3-30B-A3B Q4_K_M expert)")
+                  "Qwen3-30B-A3B Q4_K_M expert; with --model: its expert block)")
       ->transform(SizeValidator())
+      ->excludes(model)
       ->capture_default_str();
   cmd->add_option("--queue-depth", flags->queue_depth, "Reads in flight")
       ->check(CLI::Range(1u, 32768u))
