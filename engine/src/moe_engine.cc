@@ -113,6 +113,7 @@ class MoeEngine::Batch {
     bool l2_hit = false;
     const std::byte* read_into = nullptr;  // destination of the NVMe read
     int64_t staging_slot = -1;
+    int64_t l1_slot = -1;                  // the L1 slot admitted for a block L1 lacked
     const std::byte* data = nullptr;       // block to compute from, once ready
   };
 
@@ -134,7 +135,7 @@ class MoeEngine::Batch {
     for (uint32_t id = 0; id < e_.model_.experts; ++id) {  // ascending expert ids
       if (work_of[id] < 0) continue;
       work_of[id] = static_cast<int32_t>(works_.size());
-      works_.push_back(Work{id, {}, false, false, nullptr, -1, nullptr});
+      works_.push_back(Work{id, {}, false, false, nullptr, -1, -1, nullptr});
     }
     for (size_t a = 0; a < routing_.tokens * k_; ++a) {
       const uint32_t id = routing_.expert_ids[a];
@@ -171,22 +172,28 @@ class MoeEngine::Batch {
     return slot;
   }
 
+  // L1 admissions are decided here, in union order, for every expert L1
+  // lacks (the copy follows when the block is in host memory), so cache
+  // decisions never depend on the order reads complete in.
   Status Dispatch() {
     for (size_t i = 0; i < works_.size(); ++i) {
       Work& w = works_[i];
       if (w.l1_hit) {
         w.data = e_.l1_pool_->SlotData(static_cast<uint32_t>(e_.l1_slot_of_[Index(w.expert)]));
         ready_.push_back(i);
-      } else if (w.l2_hit) {
+        continue;
+      }
+      w.l1_slot = Admit(e_.l1_cache_.get(), e_.l1_pool_.get(), &e_.l1_slot_of_, w);
+      if (w.l2_hit) {
         COLIBRI_RETURN_IF_ERROR(MakeReady(i, e_.l2_pool_->SlotData(static_cast<uint32_t>(e_.l2_slot_of_[Index(w.expert)]))));
+        continue;
+      }
+      const int64_t slot = Admit(e_.l2_cache_.get(), e_.l2_pool_.get(), &e_.l2_slot_of_, w);
+      if (slot >= 0) {
+        w.read_into = e_.l2_pool_->SlotData(static_cast<uint32_t>(slot));
+        COLIBRI_RETURN_IF_ERROR(SubmitRead(i));
       } else {
-        const int64_t slot = Admit(e_.l2_cache_.get(), e_.l2_pool_.get(), &e_.l2_slot_of_, w);
-        if (slot >= 0) {
-          w.read_into = e_.l2_pool_->SlotData(static_cast<uint32_t>(slot));
-          COLIBRI_RETURN_IF_ERROR(SubmitRead(i));
-        } else {
-          waiting_.push_back(i);
-        }
+        waiting_.push_back(i);
       }
     }
     return SubmitWaiting();
@@ -231,19 +238,19 @@ class MoeEngine::Batch {
     if (!s.ok() && failure_.ok()) failure_ = s;
   }
 
-  // The block of works_[i] is in host memory at `host`: copy it to L1 when L1
-  // admits it, else compute from where it is. (Copies are waited for at once:
-  // CpuTransfer completes them inside Copy; an asynchronous transfer backend
-  // will complete them through the event loop like reads.)
+  // The block of works_[i] is in host memory at `host`: copy it to its L1
+  // slot when L1 admitted it, else compute from where it is. (Copies are
+  // waited for at once: CpuTransfer completes them inside Copy; an
+  // asynchronous transfer backend will complete them through the event loop
+  // like reads.)
   Status MakeReady(size_t i, const std::byte* host) {
     Work& w = works_[i];
-    const int64_t slot = Admit(e_.l1_cache_.get(), e_.l1_pool_.get(), &e_.l1_slot_of_, w);
-    if (slot < 0) {
+    if (w.l1_slot < 0) {
       w.data = host;
       ready_.push_back(i);
       return Status::Ok();
     }
-    std::byte* device = e_.l1_pool_->SlotData(static_cast<uint32_t>(slot));
+    std::byte* device = e_.l1_pool_->SlotData(static_cast<uint32_t>(w.l1_slot));
     COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Copy(device, host, e_.model_.layout.block_bytes, i));
     copies_.clear();
     COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Poll(true, &copies_));
@@ -277,12 +284,17 @@ class MoeEngine::Batch {
   }
 
   // After a failure: waits for reads still in flight (no buffer is written
-  // after we return), frees staging slots and forgets L2 entries whose data
-  // never arrived.
+  // after we return), frees staging slots and forgets L1 and L2 entries whose
+  // data never arrived.
   void Abandon() {
     static_cast<StorageEventSource&>(*e_.storage_source_).on_done = nullptr;
     DrainReads();
     for (Work& w : works_) {
+      if (w.l1_slot >= 0 && w.data == nullptr) {
+        e_.l1_cache_->Erase(Key(w));
+        e_.l1_pool_->Release(static_cast<uint32_t>(w.l1_slot));
+        e_.l1_slot_of_[Index(w.expert)] = -1;
+      }
       if (w.staging_slot >= 0) {
         e_.staging_pool_->Release(static_cast<uint32_t>(w.staging_slot));
         w.staging_slot = -1;
