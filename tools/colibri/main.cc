@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
   colibri::cli::AddModelCommands(model, &exit_code);
 
   colibri::cli::AddRunCommand(&app, &exit_code);
+  colibri::cli::AddHwCommand(&app, &exit_code);
+  colibri::cli::AddReplayCommand(&app, &exit_code);
 
   CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks, side by side with reference tools");
   bench->require_subcommand(1);
