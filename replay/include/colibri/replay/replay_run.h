@@ -1,0 +1,86 @@
+// RunReplay: one trace replayed through the engine core on one machine --
+// modelled (SimStorage, SimTransfer, SimCompute on a SimEventLoop) or partly
+// real (io_uring / pread reads of a model's experts.bin, memcpy transfers,
+// CpuCompute, on the real clock: emulation).
+//
+// Pacing: closed loop -- layer batches run in trace order, each as soon as the
+// previous one finished. Before each MoE layer batch, the non-MoE part of the
+// layer (attention, shared experts) runs as a memory-bound pass over the
+// trace's dense bytes for that layer, on the modelled compute device (sim
+// compute only; latencies are then end to end, `moe_only` figures beside).
+//
+// Metrics: per layer batch step times (LatencyHistogram), per request
+// latency (its first batch's start to its last batch's end), time to first
+// token (to the end of its first pass) and time per output token (the mean gap
+// between its later passes' ends), tier hits per lookup, bytes read,
+// queue-full events, per-layer expert load, and the event-log digest (every
+// modelled read, copy and kernel plus every layer batch's end).
+//
+// Ownership: the result is a plain value. Thread-safety: one run per call.
+// Errors: bad configuration (unknown backend names, a real backend without a
+// model, a shape mismatch), the trace's and the engine's errors, as Status.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "colibri/replay/engine_replay.h"
+#include "colibri/replay/latency_histogram.h"
+#include "colibri/sim/hardware.h"
+#include "colibri/sim/profiles.h"
+#include "colibri/traces/stats.h"
+
+namespace colibri::replay {
+
+struct ReplayConfig {
+  std::string trace_path;
+  std::string model_dir;        // required by real backends (the bytes to read and compute)
+  sim::ResolvedMachine machine;
+  std::string storage = "sim";  // sim, uring, pread
+  std::string transfer = "sim"; // sim, cpu
+  std::string compute = "sim";  // sim, cpu
+  RoutingMode routing = RoutingMode::kRecorded;
+  uint64_t l1_bytes = 0;
+  uint64_t l2_bytes = 0;
+  std::string policy = "lru";
+  std::string l1_policy = "lru";
+  uint32_t queue_depth = 32;
+  uint32_t staging_slots = 4;
+  uint32_t threads = 1;         // CpuCompute threads
+  uint32_t hidden = 0;          // the model's hidden size when the trace does not record it (sim compute)
+  bool pinned = true;           // host memory pinned for host-to-device copies
+  uint64_t seed = 1;
+};
+
+struct TierTotals {
+  uint64_t lookups = 0, hits = 0;
+};
+
+struct ReplayResult {
+  std::string event_digest;
+  uint64_t events = 0;
+  bool simulated = true;          // on the simulated clock (false: real clock, emulation)
+  uint64_t steps = 0;             // (token, layer) steps
+  uint64_t layer_batches = 0;
+  uint64_t passes = 0;
+  uint64_t requests = 0;
+  double wall_s = 0;              // the replay loop itself
+  int64_t elapsed_ns = 0;         // on the run's clock (simulated_ns when simulated)
+  int64_t moe_ns = 0;             // the MoE layer batches alone
+  uint64_t lookups = 0, served = 0, lookups_decode = 0, served_decode = 0;
+  TierTotals l1, l2;
+  uint64_t read_bytes = 0;
+  uint64_t reads = 0;
+  uint64_t queue_full_events = 0;
+  uint64_t staged = 0;
+  std::map<std::string, LatencyHistogram> step_ns;  // per step of the layer batch, plus "dense" and "layer_batch"
+  LatencyHistogram request_latency_ns, ttft_ns, tpot_ns;
+  std::vector<traces::LoadDeviation> expert_load;   // per MoE layer
+  std::string modelled_layout;    // how the expert shape was modelled (dtype, H, I, block bytes)
+};
+
+Result<ReplayResult> RunReplay(const ReplayConfig& config);
+
+}  // namespace colibri::replay

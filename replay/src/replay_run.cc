@@ -1,0 +1,271 @@
+#include "colibri/replay/replay_run.h"
+
+#include <chrono>
+#include <optional>
+#include <set>
+
+#include "colibri/engine/cpu_compute.h"
+#include "colibri/engine/dtype.h"
+#include "colibri/engine/model.h"
+#include "colibri/sim/event_log.h"
+#include "colibri/sim/sim_compute.h"
+#include "colibri/sim/sim_event_loop.h"
+#include "colibri/sim/sim_storage.h"
+#include "colibri/sim/sim_transfer.h"
+#include "colibri/traces/reader.h"
+
+namespace colibri::replay {
+namespace {
+
+constexpr uint64_t kBlockAlignmentBytes = 4096;
+
+// Everything one replay runs on; not movable (the models borrow the loop and the log).
+struct Rig {
+  std::unique_ptr<engine::EventLoop> loop;
+  sim::EventLog log;
+  std::optional<engine::Model> model;
+  std::unique_ptr<engine::StorageBackend> storage;
+  std::unique_ptr<engine::TransferBackend> transfer;
+  std::unique_ptr<engine::ComputeBackend> compute;
+  sim::SimCompute* sim_compute = nullptr;  // when compute is modelled
+  std::unique_ptr<engine::MoeEngine> engine;
+  std::string modelled_layout;
+};
+
+Status CheckConfig(const ReplayConfig& c) {
+  const std::set<std::string> storages{"sim", "uring", "pread"}, transfers{"sim", "cpu"}, computes{"sim", "cpu"};
+  if (!storages.count(c.storage)) return Status::InvalidArgument("--storage " + c.storage + ": expected sim, uring or pread");
+  if (!transfers.count(c.transfer)) return Status::InvalidArgument("--transfer " + c.transfer + ": expected sim or cpu");
+  if (!computes.count(c.compute)) return Status::InvalidArgument("--compute " + c.compute + ": expected sim or cpu");
+  const bool needs_model = c.storage != "sim" || c.compute == "cpu";
+  if (needs_model && c.model_dir.empty()) {
+    return Status::InvalidArgument("real backends (--storage " + c.storage + ", --compute " + c.compute +
+                                   ") read and compute the experts: pass --model DIR");
+  }
+  return Status::Ok();
+}
+
+uint64_t RoundUp(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+// The expert shape the models cost, from the trace header: its dtype when the
+// engine knows it (gguf and other block formats are modelled as int8: about
+// the same bytes), its hidden size (or the configured one), the intermediate
+// size that makes 3 x H x I weights fill the recorded expert bytes; the block
+// read from storage is the recorded expert bytes (the largest layer's).
+Result<engine::ExpertLayout> ModelledLayout(const traces::ModelShape& shape, uint32_t hidden, std::string* note) {
+  auto parsed = engine::ParseDType(shape.dtype);
+  const engine::DType dtype = parsed.ok() ? parsed.value() : engine::DType::kInt8;
+  const uint32_t h = shape.hidden_size > 0 ? shape.hidden_size : hidden;
+  if (h == 0) {
+    return Status::InvalidArgument("the trace records no hidden_size: pass --hidden (the model's hidden size)");
+  }
+  uint64_t expert_bytes = 0;
+  for (uint64_t bytes : shape.expert_bytes) expert_bytes = std::max(expert_bytes, bytes);
+  if (expert_bytes == 0) return Status::InvalidArgument("the trace records no expert_bytes");
+  const uint64_t per_weight = engine::DTypeBytes(dtype);
+  const auto intermediate = static_cast<uint32_t>(std::max<uint64_t>(1, expert_bytes / (3 * h * per_weight)));
+  engine::ExpertLayout layout = engine::ExpertLayout::Make(dtype, h, intermediate, kBlockAlignmentBytes);
+  layout.block_bytes = RoundUp(expert_bytes, kBlockAlignmentBytes);
+  *note = std::string(engine::DTypeName(dtype)) + (parsed.ok() ? "" : " (for '" + shape.dtype + "')") +
+          ", H=" + std::to_string(h) + ", I=" + std::to_string(intermediate) + ", block " +
+          std::to_string(layout.block_bytes) + " bytes";
+  return layout;
+}
+
+Result<engine::EngineModel> ModelledEngineModel(const traces::ModelShape& shape, uint32_t hidden, std::string* note) {
+  engine::EngineModel m;
+  m.moe_layers = static_cast<uint32_t>(shape.moe_layer_ids.size());
+  m.experts = shape.experts_per_layer;
+  m.top_k = shape.top_k;
+  COLIBRI_ASSIGN_OR_RETURN(m.layout, ModelledLayout(shape, hidden, note));
+  for (uint64_t i = 0; i < static_cast<uint64_t>(m.moe_layers) * m.experts; ++i) {
+    m.expert_offsets.push_back(i * m.layout.block_bytes);
+  }
+  return m;
+}
+
+Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig) {
+  if (c.storage == "sim") {
+    sim::SimStorageOptions o;
+    o.loop = rig->loop.get();
+    o.queue_depth = c.queue_depth;
+    o.seed = c.seed;
+    o.event_log = &rig->log;
+    if (c.compute == "cpu") {
+      o.data_path = rig->model->experts_path();  // the compute reads real weights
+    } else {
+      o.file_bytes = m.expert_offsets.back() + m.layout.block_bytes;
+    }
+    COLIBRI_ASSIGN_OR_RETURN(rig->storage, sim::MakeSimStorage(c.machine.nvme, o));
+    return Status::Ok();
+  }
+  engine::StorageOptions o;
+  o.clock = rig->loop.get();
+  o.queue_depth = c.queue_depth;
+  const std::string path = rig->model->experts_path();
+  COLIBRI_ASSIGN_OR_RETURN(rig->storage,
+                           c.storage == "uring" ? engine::OpenUringStorage(path, o) : engine::OpenPreadStorage(path, o));
+  return Status::Ok();
+}
+
+Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
+  if (c.transfer == "sim") {
+    COLIBRI_ASSIGN_OR_RETURN(rig->transfer,
+                             sim::MakeSimTransfer(c.machine.pcie, sim::SimTransferOptions{rig->loop.get(), c.pinned, &rig->log}));
+  } else {
+    rig->transfer = engine::MakeCpuTransfer(rig->loop.get());
+  }
+  if (c.compute == "sim") {
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimCompute> compute,
+                             sim::MakeSimCompute(c.machine.compute, sim::SimComputeOptions{rig->loop.get(), &rig->log}));
+    rig->sim_compute = compute.get();
+    rig->compute = std::move(compute);
+  } else {
+    COLIBRI_ASSIGN_OR_RETURN(rig->compute, engine::CpuCompute::Create(engine::CpuComputeOptions{c.threads, std::nullopt}));
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::ModelShape& shape) {
+  COLIBRI_RETURN_IF_ERROR(CheckConfig(c));
+  auto rig = std::make_unique<Rig>();
+  const bool simulated = c.storage == "sim" && c.transfer == "sim" && c.compute == "sim";
+  if (simulated) {
+    rig->loop = std::make_unique<sim::SimEventLoop>();
+  } else {
+    rig->loop = std::make_unique<engine::RealEventLoop>();
+  }
+  engine::EngineModel model;
+  if (!c.model_dir.empty()) {
+    COLIBRI_ASSIGN_OR_RETURN(rig->model, engine::OpenModel(c.model_dir, /*verify_checksums=*/false));
+    model = engine::EngineModelOf(*rig->model);
+    rig->modelled_layout = "model " + c.model_dir;
+  } else {
+    COLIBRI_ASSIGN_OR_RETURN(model, ModelledEngineModel(shape, c.hidden, &rig->modelled_layout));
+  }
+  COLIBRI_RETURN_IF_ERROR(OpenStorage(c, model, rig.get()));
+  COLIBRI_RETURN_IF_ERROR(OpenTransferAndCompute(c, rig.get()));
+  engine::EngineOptions options{c.l1_bytes, c.l2_bytes, c.l1_policy, c.policy, c.staging_slots};
+  const engine::EngineBackends backends{rig->loop.get(), rig->storage.get(), rig->transfer.get(), rig->compute.get(),
+                                        nullptr};
+  COLIBRI_ASSIGN_OR_RETURN(rig->engine, engine::MoeEngine::Create(std::move(model), options, backends));
+  (void)rig->storage->RegisterBuffers(rig->engine->read_buffer_regions());  // unregistered reads still work
+  return rig;
+}
+
+// A request's pass boundaries on the run's clock.
+struct RequestTimes {
+  engine::TimeNs start = 0;
+  uint64_t pass = 0;
+  uint64_t passes = 0;
+  engine::TimeNs first_pass_end = 0;
+  engine::TimeNs last_end = 0;
+};
+
+// Accumulates one replay's metrics, batch by batch.
+class Metrics {
+ public:
+  Metrics(uint32_t layers, uint32_t experts) : loads_(layers, std::vector<uint64_t>(experts, 0)) {}
+
+  void Add(const LayerBatch& batch, const engine::LayerBatchReport& r, engine::TimeNs start, engine::TimeNs dense_ns,
+           engine::TimeNs end, ReplayResult* out) {
+    const engine::StepTimes& s = r.step_ns;
+    const std::pair<const char*, engine::TimeNs> steps[] = {
+        {"routing", s.routing}, {"scheduling", s.scheduling}, {"nvme_read", s.nvme_read},
+        {"host_to_device", s.host_to_device}, {"compute", s.compute}, {"aggregation", s.aggregation},
+        {"dense", dense_ns}, {"layer_batch", end - start}};
+    for (const auto& [name, ns] : steps) out->step_ns[name].Add(ns);
+    out->moe_ns += s.total;
+    out->steps += batch.tokens();
+    ++out->layer_batches;
+    const uint64_t served = r.l1_hits + r.l2_hits;
+    out->lookups += r.distinct_experts;
+    out->served += served;
+    if (!batch.prefill) {
+      out->lookups_decode += r.distinct_experts;
+      out->served_decode += served;
+    }
+    out->staged += r.staged;
+    for (uint32_t id : batch.expert_ids) {
+      if (id < loads_[batch.layer_index].size()) ++loads_[batch.layer_index][id];
+    }
+    for (const BatchRow& row : batch.rows) Touch(row.request_id, batch.pass_id, start, end);
+  }
+
+  void Finish(ReplayResult* out) {
+    for (const auto& [id, t] : requests_) {
+      out->request_latency_ns.Add(t.last_end - t.start);
+      out->ttft_ns.Add((t.passes > 1 ? t.first_pass_end : t.last_end) - t.start);
+      if (t.passes > 1) out->tpot_ns.Add((t.last_end - t.first_pass_end) / static_cast<int64_t>(t.passes - 1));
+      out->passes += t.passes;
+    }
+    out->requests = requests_.size();
+    for (const auto& layer : loads_) out->expert_load.push_back(traces::ComputeLoadDeviation(layer));
+  }
+
+ private:
+  void Touch(uint64_t request, uint64_t pass, engine::TimeNs start, engine::TimeNs end) {
+    auto [it, fresh] = requests_.try_emplace(request);
+    RequestTimes& t = it->second;
+    if (fresh) {
+      t = RequestTimes{start, pass, 1, 0, end};
+    } else if (pass != t.pass) {
+      if (t.passes == 1) t.first_pass_end = t.last_end;
+      t.pass = pass;
+      ++t.passes;
+    }
+    t.last_end = end;
+  }
+
+  std::vector<std::vector<uint64_t>> loads_;
+  std::map<uint64_t, RequestTimes> requests_;  // ordered: deterministic iteration
+};
+
+}  // namespace
+
+Result<ReplayResult> RunReplay(const ReplayConfig& c) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader, traces::TraceReader::Open(c.trace_path));
+  const traces::ModelShape& shape = reader->header().shape;
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, BuildRig(c, shape));
+  COLIBRI_ASSIGN_OR_RETURN(EngineReplayer replayer, EngineReplayer::Create(rig->engine.get(), shape, c.routing, nullptr));
+  ReplayResult out;
+  out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
+  out.modelled_layout = rig->modelled_layout;
+  Metrics metrics(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer);
+  engine::EventLoop& loop = *rig->loop;
+  const auto wall_start = std::chrono::steady_clock::now();
+  const engine::TimeNs run_start = loop.Now();
+  LayerBatchReader batches(reader.get());
+  LayerBatch batch;
+  while (true) {
+    COLIBRI_ASSIGN_OR_RETURN(const bool more, batches.Next(&batch));
+    if (!more) break;
+    const engine::TimeNs start = loop.Now();
+    engine::TimeNs dense_ns = 0;
+    if (rig->sim_compute != nullptr && batch.layer_index < shape.dense_bytes.size()) {
+      dense_ns = rig->sim_compute->DenseLayerNs(shape.dense_bytes[batch.layer_index]);
+      loop.WaitUntil(start + dense_ns);
+    }
+    engine::LayerBatchReport report;
+    COLIBRI_RETURN_IF_ERROR(replayer.Run(batch, &report).WithPrefix(
+        c.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
+        std::to_string(batch.layer_index)));
+    const engine::TimeNs end = loop.Now();
+    rig->log.Append(end, sim::EventKind::kLayerBatch, batch.layer_index, batch.tokens());
+    metrics.Add(batch, report, start, dense_ns, end, &out);
+  }
+  out.elapsed_ns = loop.Now() - run_start;
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  metrics.Finish(&out);
+  const engine::TierCounters l1 = rig->engine->l1_counters(), l2 = rig->engine->l2_counters();
+  out.l1 = TierTotals{l1.lookups, l1.hits};
+  out.l2 = TierTotals{l2.lookups, l2.hits};
+  out.read_bytes = rig->storage->counters().read_bytes;
+  out.reads = rig->storage->counters().reads;
+  out.queue_full_events = rig->storage->counters().queue_full_events;
+  out.event_digest = rig->log.digest_hex();
+  out.events = rig->log.events();
+  return out;
+}
+
+}  // namespace colibri::replay
