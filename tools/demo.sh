@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Colibri demo: builds the `colibri` binary (default preset) and walks through
-# the trace tools on the bundled sample, a real Qwen3-30B-A3B routing trace.
+# the trace tools on the bundled sample, a real Qwen3-30B-A3B routing trace,
+# the engine on a small synthetic model, and a replay on modelled machines.
 # Idempotent; needs no GPU and no network once the Debian packages are there.
 #
 # To extend it, write a demo_* function below and add it to DEMOS.
@@ -67,7 +68,12 @@ demo_engine() {
   show "Statistics of the routing the engine recorded" "$colibri" trace stats "$tmp/run.ctrace"
 }
 
-DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine)
+demo_replay() {
+  show "Replay the sample on three modelled machines (8 GiB L2; the trace records no hidden size: Qwen3-30B-A3B's 2048)" \
+    "$colibri" replay "$sample" --hidden 2048 --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe
+}
+
+DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine demo_replay)
 
 build
 for demo in "${DEMOS[@]}"; do
