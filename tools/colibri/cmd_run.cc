@@ -235,14 +235,14 @@ Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
   const uint64_t passes = f.requests + f.tokens;
   for (uint32_t r = 0; r < f.requests; ++r) {
     std::vector<replay::BatchRow> rows;
-    for (uint32_t t = 0; t < f.prefill; ++t) rows.push_back({r, t});
+    for (uint32_t t = 0; t < f.prefill; ++t) rows.push_back({r, t, std::nullopt});
     COLIBRI_RETURN_IF_ERROR(RunPass(e, inputs, std::move(rows), pass_id++, true, stats));
     stats->prefill_tokens += f.prefill;
     progress.Update(pass_id, passes);
   }
   for (uint32_t step = 0; step < f.tokens; ++step) {
     std::vector<replay::BatchRow> rows;
-    for (uint32_t r = 0; r < f.requests; ++r) rows.push_back({r, f.prefill + step});
+    for (uint32_t r = 0; r < f.requests; ++r) rows.push_back({r, f.prefill + step, std::nullopt});
     COLIBRI_RETURN_IF_ERROR(RunPass(e, inputs, std::move(rows), pass_id++, false, stats));
     stats->decode_tokens += f.requests;
     progress.Update(pass_id, passes);
