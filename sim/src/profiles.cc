@@ -363,10 +363,11 @@ Result<const T*> Find(const std::map<std::string, T>& map, const std::string& id
 std::vector<Parameter> WithFigures(std::vector<std::pair<std::string, uint64_t>> values,
                                    const std::vector<Figure>& figures) {
   std::vector<Parameter> out;
-  for (auto& [field, value] : values) {
+  for (auto& entry : values) {
+    const std::string& field = entry.first;  // a plain reference: clang < 16 cannot capture structured bindings
     auto it = std::find_if(figures.begin(), figures.end(), [&](const Figure& f) { return f.field == field; });
     Figure figure = it != figures.end() ? *it : Figure{field, Basis::kAssumed, "", ""};
-    out.push_back(Parameter{std::move(field), value, std::move(figure)});
+    out.push_back(Parameter{std::move(entry.first), entry.second, std::move(figure)});
   }
   return out;
 }
