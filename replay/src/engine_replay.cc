@@ -33,7 +33,7 @@ Status EngineReplayer::Run(const LayerBatch& batch, engine::LayerBatchReport* re
     if (batch.hidden.size() == values) {
       hidden = batch.hidden.data();
     } else {
-      zeros_.assign(values, 0.0f);
+      if (zeros_.size() < values) zeros_.assign(values, 0.0f);  // stays zero: only grown, never written
       hidden = zeros_.data();
     }
   }

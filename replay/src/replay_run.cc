@@ -257,9 +257,8 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.elapsed_ns = loop.Now() - run_start;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   metrics.Finish(&out);
-  const engine::TierCounters l1 = rig->engine->l1_counters(), l2 = rig->engine->l2_counters();
-  out.l1 = TierTotals{l1.lookups, l1.hits};
-  out.l2 = TierTotals{l2.lookups, l2.hits};
+  out.l1 = rig->engine->l1_counters();
+  out.l2 = rig->engine->l2_counters();
   out.read_bytes = rig->storage->counters().read_bytes;
   out.reads = rig->storage->counters().reads;
   out.queue_full_events = rig->storage->counters().queue_full_events;

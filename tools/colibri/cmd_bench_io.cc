@@ -27,6 +27,7 @@
 #include "colibri/engine/local_engine.h"
 #include "colibri/engine/storage.h"
 #include "commands.h"
+#include "latency_json.h"
 
 namespace colibri::cli {
 namespace {
@@ -89,10 +90,7 @@ struct LatencyPercentiles {
 // Nearest-rank percentiles; sorts `samples`.
 LatencyPercentiles Percentiles(std::vector<int64_t>* samples) {
   std::sort(samples->begin(), samples->end());
-  auto rank = [&](double p) {
-    const auto index = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(samples->size())));
-    return (*samples)[std::clamp<size_t>(index, 1, samples->size()) - 1];
-  };
+  auto rank = [&](double p) { return NearestRank(*samples, p); };
   return {rank(50), rank(90), rank(99), rank(99.9), samples->back()};
 }
 

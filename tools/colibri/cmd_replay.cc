@@ -8,6 +8,7 @@
 #include "colibri/replay/replay_run.h"
 #include "colibri/sim/profiles.h"
 #include "commands.h"
+#include "latency_json.h"
 
 namespace colibri::cli {
 namespace {
@@ -38,11 +39,7 @@ Json HistogramJson(const replay::LatencyHistogram& h) {
               {"p999", h.Percentile(99.9)}, {"max", h.max()},          {"samples", h.count()}};
 }
 
-double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
-
-Json TierJson(const replay::TierTotals& t) {
-  return Json{{"lookups", t.lookups}, {"hits", t.hits}, {"misses", t.lookups - t.hits}, {"hit_pct_cum", Pct(t.hits, t.lookups)}};
-}
+Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
 
 Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
   Json steps = Json::object();

@@ -156,7 +156,6 @@ struct RunStats {
   }
 };
 
-double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
 
 struct Engine {
   std::unique_ptr<engine::LocalEngine> local;
@@ -256,9 +255,7 @@ uint64_t PeakRssBytes() {
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
 }
 
-Json TierJson(const engine::TierCounters& c) {
-  return Json{{"lookups", c.lookups}, {"hits", c.hits}, {"misses", c.misses}, {"hit_pct_cum", Pct(c.hits, c.lookups)}};
-}
+Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
 
 Json ConfigJson(const RunFlags& f) {
   Json config{{"model", f.model_dir},       {"requests", f.requests},

@@ -20,4 +20,10 @@ Json LatencyJson(std::vector<int64_t> samples) {
               {"max", samples.back()},             {"samples", samples.size()}};
 }
 
+double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
+
+Json TierJson(uint64_t lookups, uint64_t hits) {
+  return Json{{"lookups", lookups}, {"hits", hits}, {"misses", lookups - hits}, {"hit_pct_cum", Pct(hits, lookups)}};
+}
+
 }  // namespace colibri::cli

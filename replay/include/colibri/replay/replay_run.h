@@ -54,10 +54,6 @@ struct ReplayConfig {
   uint64_t seed = 1;
 };
 
-struct TierTotals {
-  uint64_t lookups = 0, hits = 0;
-};
-
 struct ReplayResult {
   std::string event_digest;
   uint64_t events = 0;
@@ -70,7 +66,7 @@ struct ReplayResult {
   int64_t elapsed_ns = 0;         // on the run's clock (simulated_ns when simulated)
   int64_t moe_ns = 0;             // the MoE layer batches alone
   uint64_t lookups = 0, served = 0, lookups_decode = 0, served_decode = 0;
-  TierTotals l1, l2;
+  engine::TierCounters l1, l2;
   uint64_t read_bytes = 0;
   uint64_t reads = 0;
   uint64_t queue_full_events = 0;
