@@ -1,33 +1,50 @@
 // Built-in cache policies: global LRU and per-layer-partitioned LRU.
-#include <list>
-#include <unordered_map>
+#include <vector>
 
 #include "colibri/engine/cache_policy.h"
+#include "colibri/engine/key_map.h"
 
 namespace colibri::engine {
 namespace {
 
-// One LRU order with its own byte budget. Iteration follows the list, never
-// the hash map, so victim choices are deterministic.
+// One LRU order with its own byte budget: a doubly linked list threaded
+// through a vector of nodes (freed nodes are reused: no allocation once warm),
+// indexed by key. Iteration follows the list, never the index, so victim
+// choices are deterministic.
 class LruList {
  public:
   explicit LruList(uint64_t budget_bytes) : budget_bytes_(budget_bytes) {}
 
   void Insert(ExpertKey key, uint64_t bytes) {
-    order_.push_front(key);
-    index_[key] = {order_.begin(), bytes};
+    uint32_t n;
+    if (free_ != kNone) {
+      n = free_;
+      free_ = nodes_[n].next;
+    } else {
+      n = static_cast<uint32_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    nodes_[n].key = key;
+    nodes_[n].bytes = bytes;
+    LinkFront(n);
+    index_[key] = n;
     used_bytes_ += bytes;
   }
   void Access(ExpertKey key) {
-    auto it = index_.find(key);
-    if (it != index_.end()) order_.splice(order_.begin(), order_, it->second.position);
+    const uint32_t* n = index_.Find(key);
+    if (n == nullptr || *n == head_) return;
+    Unlink(*n);
+    LinkFront(*n);
   }
   void Erase(ExpertKey key) {
-    auto it = index_.find(key);
-    if (it == index_.end()) return;
-    used_bytes_ -= it->second.bytes;
-    order_.erase(it->second.position);
-    index_.erase(it);
+    const uint32_t* found = index_.Find(key);
+    if (found == nullptr) return;
+    const uint32_t n = *found;
+    index_.Erase(key);
+    used_bytes_ -= nodes_[n].bytes;
+    Unlink(n);
+    nodes_[n].next = free_;
+    free_ = n;
   }
   // Least recent untouched entries freeing at least used + bytes - budget.
   bool MakeRoom(uint64_t bytes, const TouchedFn& touched, std::vector<ExpertKey>* victims) const {
@@ -35,10 +52,10 @@ class LruList {
     const uint64_t need = used_bytes_ + bytes - budget_bytes_;
     const size_t first = victims->size();
     uint64_t freed = 0;
-    for (auto it = order_.rbegin(); it != order_.rend() && freed < need; ++it) {
-      if (touched(*it)) continue;
-      victims->push_back(*it);
-      freed += index_.at(*it).bytes;
+    for (uint32_t n = tail_; n != kNone && freed < need; n = nodes_[n].prev) {
+      if (touched(nodes_[n].key)) continue;
+      victims->push_back(nodes_[n].key);
+      freed += nodes_[n].bytes;
     }
     if (freed >= need) return true;
     victims->resize(first);
@@ -46,23 +63,42 @@ class LruList {
   }
   void Shrink(const TouchedFn& touched, std::vector<ExpertKey>* victims) const {
     uint64_t used = used_bytes_;
-    for (auto it = order_.rbegin(); it != order_.rend() && used > budget_bytes_; ++it) {
-      if (touched(*it)) continue;
-      victims->push_back(*it);
-      used -= index_.at(*it).bytes;
+    for (uint32_t n = tail_; n != kNone && used > budget_bytes_; n = nodes_[n].prev) {
+      if (touched(nodes_[n].key)) continue;
+      victims->push_back(nodes_[n].key);
+      used -= nodes_[n].bytes;
     }
   }
   uint64_t budget_bytes() const { return budget_bytes_; }
 
  private:
-  struct Position {
-    std::list<ExpertKey>::iterator position;
-    uint64_t bytes;
+  static constexpr uint32_t kNone = UINT32_MAX;
+  struct Node {
+    ExpertKey key = 0;
+    uint64_t bytes = 0;
+    uint32_t prev = kNone;  // towards the most recent
+    uint32_t next = kNone;  // towards the least recent; the free list's link when free
   };
+  void LinkFront(uint32_t n) {
+    nodes_[n].prev = kNone;
+    nodes_[n].next = head_;
+    if (head_ != kNone) nodes_[head_].prev = n;
+    head_ = n;
+    if (tail_ == kNone) tail_ = n;
+  }
+  void Unlink(uint32_t n) {
+    const uint32_t prev = nodes_[n].prev, next = nodes_[n].next;
+    (prev != kNone ? nodes_[prev].next : head_) = next;
+    (next != kNone ? nodes_[next].prev : tail_) = prev;
+  }
+
   uint64_t budget_bytes_;
   uint64_t used_bytes_ = 0;
-  std::list<ExpertKey> order_;  // front: most recently used
-  std::unordered_map<ExpertKey, Position> index_;
+  std::vector<Node> nodes_;
+  uint32_t head_ = kNone;  // most recently used
+  uint32_t tail_ = kNone;  // least recently used
+  uint32_t free_ = kNone;  // freed nodes, linked through next
+  KeyMap<uint32_t> index_;  // key -> node
 };
 
 class LruPolicy final : public CachePolicy {

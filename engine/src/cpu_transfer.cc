@@ -17,7 +17,10 @@ class CpuTransfer final : public TransferBackend {
     return SlabPool::Create(budget_bytes, slot_bytes);
   }
 
+  // Errors: InvalidArgument for a null pointer or 0 bytes (nothing is queued), as SimTransfer.
   Status Copy(std::byte* device_dst, const std::byte* host_src, uint64_t bytes, uint64_t tag) override {
+    if (device_dst == nullptr || host_src == nullptr) return Status::InvalidArgument("cpu transfer: null copy pointer");
+    if (bytes == 0) return Status::InvalidArgument("cpu transfer: copy of 0 bytes");
     const TimeNs start = clock_->Now();
     std::memcpy(device_dst, host_src, bytes);
     done_.push_back(TransferCompletion{tag, Status::Ok(), bytes, start, clock_->Now()});

@@ -7,14 +7,15 @@ ExpertCache::ExpertCache(std::unique_ptr<CachePolicy> policy, CacheMode mode) : 
 void ExpertCache::BeginBatch() { ++batch_; }
 
 bool ExpertCache::Touched(ExpertKey key) const {
-  auto it = touched_in_.find(key);
-  return it != touched_in_.end() && it->second == batch_;
+  const Entry* e = entries_.Find(key);
+  return e != nullptr && e->touched_in == batch_;
 }
 
 bool ExpertCache::Lookup(ExpertKey key) {
-  touched_in_[key] = batch_;
+  Entry& e = entries_[key];
+  e.touched_in = batch_;
   ++counters_.lookups;
-  if (entries_.count(key) == 0) {
+  if (!e.resident) {
     ++counters_.misses;
     return false;
   }
@@ -38,7 +39,11 @@ bool ExpertCache::Insert(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>* 
     if (!policy_->MakeRoom(key, bytes, touched, &scratch_)) return false;
     EvictAll(scratch_, evicted);
   }
-  entries_[key] = Entry{bytes};
+  Entry& e = entries_[key];
+  if (e.resident) resident_bytes_ -= e.bytes;  // re-inserted: the new size replaces the old
+  resident_entries_ += !e.resident;
+  e.bytes = bytes;
+  e.resident = true;
   resident_bytes_ += bytes;
   counters_.inserted_bytes += bytes;
   policy_->OnInsert(key, bytes);
@@ -53,10 +58,12 @@ void ExpertCache::EndBatch(std::vector<ExpertKey>* evicted) {
 }
 
 void ExpertCache::Erase(ExpertKey key) {
-  auto it = entries_.find(key);
-  if (it == entries_.end()) return;
-  resident_bytes_ -= it->second.bytes;
-  entries_.erase(it);
+  Entry* e = entries_.Find(key);
+  if (e == nullptr || !e->resident) return;
+  resident_bytes_ -= e->bytes;
+  --resident_entries_;
+  e->resident = false;
+  e->bytes = 0;
   policy_->OnErase(key);
 }
 

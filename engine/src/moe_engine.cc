@@ -1,8 +1,9 @@
 #include "colibri/engine/moe_engine.h"
 
 #include <algorithm>
-#include <deque>
+#include <bit>
 #include <functional>
+#include <utility>
 
 #include "colibri/engine/router.h"
 
@@ -69,13 +70,61 @@ TierCounters CountersOf(const ExpertCache* cache) {
   return TierCounters{cache->counters().lookups, cache->counters().hits, cache->counters().misses};
 }
 
+// One expert of a layer batch's union.
+struct Work {
+  uint32_t expert = 0;
+  uint32_t first = 0;  // its assignments: BatchScratch::assignments[first, end)
+  uint32_t end = 0;
+  bool l1_hit = false;
+  bool l2_hit = false;
+  const std::byte* read_into = nullptr;  // destination of the NVMe read
+  int64_t staging_slot = -1;
+  int64_t l1_slot = -1;                  // the L1 slot admitted for a block L1 lacked
+  const std::byte* data = nullptr;       // block to compute from, once ready
+};
+
+// A FIFO of work indices over a vector that keeps its capacity (each work is queued at most once per batch).
+class WorkQueue {
+ public:
+  void clear() {
+    items_.clear();
+    head_ = 0;
+  }
+  bool empty() const { return head_ == items_.size(); }
+  void push_back(size_t i) { items_.push_back(i); }
+  size_t front() const { return items_[head_]; }
+  void pop_front() { ++head_; }
+
+ private:
+  std::vector<size_t> items_;
+  size_t head_ = 0;
+};
+
 }  // namespace
+
+struct MoeEngine::BatchScratch {
+  explicit BatchScratch(uint32_t experts) : count_of(experts, 0), present((experts + 63) / 64, 0) {}
+  std::vector<Work> works;            // the batch union, ascending expert ids
+  std::vector<uint32_t> assignments;  // per work, the indices t x k + s routed to it, in token order
+  std::vector<uint32_t> count_of;     // expert -> assignments (zero between batches)
+  std::vector<uint64_t> present;      // bit per expert: in the union (zero between batches)
+  WorkQueue ready;
+  WorkQueue waiting;
+  std::vector<ExpertKey> evicted;
+  std::vector<TransferCompletion> copies;
+};
 
 // State of one layer batch; lives only inside Execute().
 class MoeEngine::Batch {
  public:
   Batch(MoeEngine& engine, uint32_t layer, const float* hidden, const LayerRouting& routing, float* out)
-      : e_(engine), layer_(layer), hidden_(hidden), routing_(routing), out_(out), k_(engine.model_.top_k) {}
+      : e_(engine), layer_(layer), hidden_(hidden), routing_(routing), out_(out), k_(engine.model_.top_k),
+        works_(engine.scratch_->works), ready_(engine.scratch_->ready), waiting_(engine.scratch_->waiting),
+        evicted_(engine.scratch_->evicted), copies_(engine.scratch_->copies) {
+    works_.clear();
+    ready_.clear();
+    waiting_.clear();
+  }
 
   Status Run(LayerBatchReport* report) {
     Clock& clock = *e_.backends_.loop;
@@ -106,41 +155,57 @@ class MoeEngine::Batch {
   }
 
  private:
-  struct Work {
-    uint32_t expert = 0;
-    std::vector<uint32_t> assignments;  // indices t x k + s routed here, in token order
-    bool l1_hit = false;
-    bool l2_hit = false;
-    const std::byte* read_into = nullptr;  // destination of the NVMe read
-    int64_t staging_slot = -1;
-    int64_t l1_slot = -1;                  // the L1 slot admitted for a block L1 lacked
-    const std::byte* data = nullptr;       // block to compute from, once ready
-  };
-
   size_t Index(uint32_t expert) const { return static_cast<size_t>(layer_) * e_.model_.experts + expert; }
   ExpertKey Key(const Work& w) const { return MakeExpertKey(layer_, w.expert); }
 
+  // The union in ascending expert ids, each work's assignments in token
+  // order: a counting sort over the batch's expert ids.
   Status FormUnion() {
-    std::vector<int32_t>& work_of = e_.work_of_;
-    work_of.assign(e_.model_.experts, -1);
-    for (size_t a = 0; a < routing_.tokens * k_; ++a) {
-      const uint32_t id = routing_.expert_ids[a];
-      if (id == kDroppedExpert) continue;
-      if (id >= e_.model_.experts) {
+    const size_t n = routing_.tokens * k_;
+    const uint32_t* ids = routing_.expert_ids;
+    const uint32_t experts = e_.model_.experts;
+    BatchScratch& s = *e_.scratch_;
+    uint32_t* count_of = s.count_of.data();  // all zero here
+    for (size_t a = 0; a < n; ++a) {
+      const uint32_t id = ids[a];
+      if (id < experts) {
+        ++count_of[id];
+      } else if (id != kDroppedExpert) {
+        for (size_t b = 0; b < a; ++b) {
+          if (ids[b] < experts) --count_of[ids[b]];  // back to all zero
+        }
         return Status::InvalidArgument("routing: expert id " + std::to_string(id) + " out of range (" +
-                                       std::to_string(e_.model_.experts) + " experts)");
+                                       std::to_string(experts) + " experts)");
       }
-      if (work_of[id] < 0) work_of[id] = 0;
     }
-    for (uint32_t id = 0; id < e_.model_.experts; ++id) {  // ascending expert ids
-      if (work_of[id] < 0) continue;
-      work_of[id] = static_cast<int32_t>(works_.size());
-      works_.push_back(Work{id, {}, false, false, nullptr, -1, -1, nullptr});
+    // count_of[id] becomes the expert's next place in `assignments`.
+    uint32_t first = 0;
+    auto add_work = [&](uint32_t id) {
+      const uint32_t count = count_of[id];
+      works_.push_back(Work{id, first, first + count, false, false, nullptr, -1, -1, nullptr});
+      count_of[id] = first;
+      first += count;
+    };
+    if (n * 4 >= experts) {  // a large batch: scan every expert
+      for (uint32_t id = 0; id < experts; ++id) {
+        if (count_of[id] > 0) add_work(id);
+      }
+    } else {  // a few ids: a bitmap of them, walked in ascending order
+      for (size_t a = 0; a < n; ++a) {
+        if (ids[a] != kDroppedExpert) s.present[ids[a] >> 6] |= uint64_t{1} << (ids[a] & 63);
+      }
+      for (size_t word = 0; word < s.present.size(); ++word) {
+        for (uint64_t bits = std::exchange(s.present[word], 0); bits != 0; bits &= bits - 1) {
+          add_work(static_cast<uint32_t>(word * 64 + static_cast<size_t>(std::countr_zero(bits))));
+        }
+      }
     }
-    for (size_t a = 0; a < routing_.tokens * k_; ++a) {
-      const uint32_t id = routing_.expert_ids[a];
-      if (id != kDroppedExpert) works_[work_of[id]].assignments.push_back(static_cast<uint32_t>(a));
+    if (s.assignments.size() < first) s.assignments.resize(first);
+    uint32_t* assignments = s.assignments.data();
+    for (size_t a = 0; a < n; ++a) {
+      if (ids[a] != kDroppedExpert) assignments[count_of[ids[a]]++] = static_cast<uint32_t>(a);
     }
+    for (const Work& w : works_) count_of[w.expert] = 0;
     return Status::Ok();
   }
 
@@ -318,7 +383,7 @@ class MoeEngine::Batch {
   }
 
   Status ComputeOne(Work& w) {
-    const size_t n = w.assignments.size();
+    const size_t n = w.end - w.first;
     if (e_.moves_data_) Gather(w);
     const TimeNs start = e_.backends_.loop->Now();
     float* x = e_.moves_data_ ? e_.x_buffer_.data() : nullptr;
@@ -337,11 +402,12 @@ class MoeEngine::Batch {
   // The inputs of the tokens routed to `w`, in assignment order, into x_buffer_.
   void Gather(const Work& w) {
     const uint32_t hidden = e_.model_.layout.hidden;
-    const size_t n = w.assignments.size();
+    const size_t n = w.end - w.first;
+    const uint32_t* assignments = e_.scratch_->assignments.data() + w.first;
     e_.x_buffer_.resize(n * hidden);
     e_.y_buffer_.resize(n * hidden);
     for (size_t r = 0; r < n; ++r) {
-      const size_t token = w.assignments[r] / k_;
+      const size_t token = assignments[r] / k_;
       std::copy_n(hidden_ + token * hidden, hidden, e_.x_buffer_.data() + r * hidden);
     }
   }
@@ -349,9 +415,10 @@ class MoeEngine::Batch {
   // y_buffer_'s rows to their (token, slot) places in expert_out_.
   void Scatter(const Work& w) {
     const uint32_t hidden = e_.model_.layout.hidden;
-    for (size_t r = 0; r < w.assignments.size(); ++r) {
+    const uint32_t* assignments = e_.scratch_->assignments.data() + w.first;
+    for (size_t r = 0; r < w.end - w.first; ++r) {
       std::copy_n(e_.y_buffer_.data() + r * hidden, hidden,
-                  e_.expert_out_.data() + static_cast<size_t>(w.assignments[r]) * hidden);
+                  e_.expert_out_.data() + static_cast<size_t>(assignments[r]) * hidden);
     }
   }
 
@@ -377,11 +444,12 @@ class MoeEngine::Batch {
   const LayerRouting& routing_;
   float* out_;
   const uint32_t k_;
-  std::vector<Work> works_;
-  std::deque<size_t> ready_;
-  std::deque<size_t> waiting_;
-  std::vector<ExpertKey> evicted_;
-  std::vector<TransferCompletion> copies_;
+  // The engine's scratch (BatchScratch), cleared for this batch.
+  std::vector<Work>& works_;
+  WorkQueue& ready_;
+  WorkQueue& waiting_;
+  std::vector<ExpertKey>& evicted_;
+  std::vector<TransferCompletion>& copies_;
   Status failure_;
   uint64_t reads_submitted_ = 0;
   uint64_t read_bytes_ = 0;
@@ -436,6 +504,7 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   const size_t entries = static_cast<size_t>(e.model_.moe_layers) * e.model_.experts;
   e.l1_slot_of_.assign(entries, -1);
   e.l2_slot_of_.assign(entries, -1);
+  e.scratch_ = std::make_unique<BatchScratch>(e.model_.experts);
   e.storage_source_ = std::make_unique<StorageEventSource>(backends.storage);
   backends.loop->AddSource(e.storage_source_.get());
   return engine;

@@ -6,12 +6,25 @@
 
 namespace colibri::engine {
 
-void TimedTaskQueue::Push(TimeNs when, Task task) { heap_.push(Entry{when, next_sequence_++, std::move(task)}); }
+void TimedTaskQueue::Push(TimeNs when, Task task) {
+  uint32_t slot;
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    tasks_[slot] = std::move(task);
+  } else {
+    slot = static_cast<uint32_t>(tasks_.size());
+    tasks_.push_back(std::move(task));
+  }
+  heap_.push(Entry{when, next_sequence_++, slot});
+}
 
 Task TimedTaskQueue::Pop() {
-  // priority_queue::top() is const; the task is moved out through a copy of the entry.
-  Task task = std::move(const_cast<Entry&>(heap_.top()).task);
+  const uint32_t slot = heap_.top().slot;
   heap_.pop();
+  Task task = std::move(tasks_[slot]);
+  tasks_[slot] = nullptr;
+  free_slots_.push_back(slot);
   return task;
 }
 

@@ -30,6 +30,18 @@ void AppendHidden(const std::string& bytes, traces::HiddenDtype dtype, std::vect
 
 LayerBatchReader::LayerBatchReader(traces::TraceReader* reader) : reader_(reader) {}
 
+void LayerBatch::Clear() {
+  pass_id = 0;
+  layer_index = 0;
+  prefill = false;
+  rows.clear();
+  expert_ids.clear();
+  gate_weights.clear();
+  router_logits.clear();
+  hidden.clear();
+  records.clear();
+}
+
 Result<bool> LayerBatchReader::Fill() {
   if (ended_) return false;
   COLIBRI_ASSIGN_OR_RETURN(const bool more, reader_->Next(&pending_));
@@ -45,8 +57,7 @@ Result<bool> LayerBatchReader::Next(LayerBatch* batch) {
   }
   const uint64_t pass_id = pending_.pass_id;
   const uint32_t layer = pending_.layer;
-  *batch = LayerBatch{};
-  batch->rows.reserve(pending_.token_count());
+  batch->Clear();
   logits_everywhere_ = hidden_everywhere_ = true;
   while (has_pending_ && pending_.pass_id == pass_id && pending_.layer == layer) {
     COLIBRI_RETURN_IF_ERROR(Append(batch));
@@ -60,19 +71,21 @@ Result<bool> LayerBatchReader::Next(LayerBatch* batch) {
 Status LayerBatchReader::Append(LayerBatch* batch) {
   const traces::ModelShape& shape = reader_->header().shape;
   const traces::TraceRecord& r = pending_;
-  const auto& ids = shape.moe_layer_ids;
-  const auto it = std::find(ids.begin(), ids.end(), r.layer);
-  if (it == ids.end()) {
+  const int layer_index = shape.LayerIndex(r.layer);  // moe_layer_ids are ascending
+  if (layer_index < 0) {
     return Status::InvalidArgument(reader_->path() + ": record " + std::to_string(reader_->records_read() - 1) +
                                    ": layer " + std::to_string(r.layer) + " is not one of the header's MoE layers");
   }
-  batch->layer_index = static_cast<uint32_t>(it - ids.begin());
+  batch->layer_index = static_cast<uint32_t>(layer_index);
   batch->pass_id = r.pass_id;
   batch->prefill = r.prefill;
+  const size_t first_row = batch->rows.size();
+  batch->rows.resize(first_row + r.token_count());
+  BatchRow* rows = batch->rows.data() + first_row;
   for (size_t t = 0; t < r.token_count(); ++t) {
-    std::optional<uint32_t> token;
-    if (!r.token_ids.empty()) token = r.token_ids[t];
-    batch->rows.push_back(BatchRow{r.request_id, r.positions[t], token});
+    rows[t].request_id = r.request_id;
+    rows[t].position = r.positions[t];
+    if (!r.token_ids.empty()) rows[t].token_id = r.token_ids[t];
   }
   batch->expert_ids.insert(batch->expert_ids.end(), r.expert_ids.begin(), r.expert_ids.end());
   if (r.gate_weights.empty()) {
@@ -86,7 +99,7 @@ Status LayerBatchReader::Append(LayerBatch* batch) {
   }
   hidden_everywhere_ = hidden_everywhere_ && !r.hidden_states.empty();
   if (hidden_everywhere_) AppendHidden(r.hidden_states, shape.hidden_dtype, &batch->hidden);
-  batch->arrival_ns.push_back(r.arrival_ns);
+  batch->records.push_back(RecordSpan{r.request_id, static_cast<uint32_t>(r.token_count()), r.arrival_ns});
   return Status::Ok();
 }
 

@@ -1,10 +1,15 @@
 #include "colibri/replay/replay_run.h"
 
 #include <chrono>
+#include <iterator>
+#include <map>
 #include <optional>
 #include <set>
 
 #include "colibri/engine/cpu_compute.h"
+#include "colibri/replay/continuous_batching.h"
+#include "colibri/replay/request_store.h"
+#include "colibri/traces/arrivals.h"
 #include "colibri/engine/dtype.h"
 #include "colibri/engine/model.h"
 #include "colibri/sim/event_log.h"
@@ -32,6 +37,19 @@ struct Rig {
   std::string modelled_layout;
 };
 
+Status CheckPacing(const ReplayConfig& c) {
+  if (c.pacing == Pacing::kOpen) {
+    if (c.max_batch == 0) return Status::InvalidArgument("--max-batch 0: expected at least 1 request per pass");
+    return Status::Ok();
+  }
+  const bool open_options = !c.arrivals_path.empty() || c.time_scale != 1.0 || c.repeat || c.max_arrivals != 0;
+  if (open_options) {
+    return Status::InvalidArgument(
+        "--arrivals, --time-scale, --repeat and --max-arrivals pace arrivals: they need --pacing open");
+  }
+  return Status::Ok();
+}
+
 Status CheckConfig(const ReplayConfig& c) {
   const std::set<std::string> storages{"sim", "uring", "pread"}, transfers{"sim", "cpu"}, computes{"sim", "cpu"};
   if (!storages.count(c.storage)) return Status::InvalidArgument("--storage " + c.storage + ": expected sim, uring or pread");
@@ -42,7 +60,7 @@ Status CheckConfig(const ReplayConfig& c) {
     return Status::InvalidArgument("real backends (--storage " + c.storage + ", --compute " + c.compute +
                                    ") read and compute the experts: pass --model DIR");
   }
-  return Status::Ok();
+  return CheckPacing(c);
 }
 
 uint64_t RoundUp(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
@@ -155,7 +173,8 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
 
 // A request's pass boundaries on the run's clock.
 struct RequestTimes {
-  engine::TimeNs start = 0;
+  engine::TimeNs start = 0;        // arrival (open loop) or first batch start
+  engine::TimeNs first_batch = 0;  // start of its first batch
   uint64_t pass = 0;
   uint64_t passes = 0;
   engine::TimeNs first_pass_end = 0;
@@ -167,14 +186,16 @@ class Metrics {
  public:
   Metrics(uint32_t layers, uint32_t experts) : loads_(layers, std::vector<uint64_t>(experts, 0)) {}
 
+  // Open loop: the request arrived at `at` (its latencies count from there).
+  void Arrive(uint64_t request, engine::TimeNs at) { requests_[request].start = at; }
+
   void Add(const LayerBatch& batch, const engine::LayerBatchReport& r, engine::TimeNs start, engine::TimeNs dense_ns,
            engine::TimeNs end, ReplayResult* out) {
     const engine::StepTimes& s = r.step_ns;
-    const std::pair<const char*, engine::TimeNs> steps[] = {
-        {"routing", s.routing}, {"scheduling", s.scheduling}, {"nvme_read", s.nvme_read},
-        {"host_to_device", s.host_to_device}, {"compute", s.compute}, {"aggregation", s.aggregation},
-        {"dense", dense_ns}, {"layer_batch", end - start}};
-    for (const auto& [name, ns] : steps) out->step_ns[name].Add(ns);
+    const engine::TimeNs steps[] = {s.routing, s.scheduling,  s.nvme_read, s.host_to_device,
+                                    s.compute, s.aggregation, dense_ns,    end - start};
+    static_assert(std::size(steps) == ReplayResult::kStepNames.size());
+    for (size_t i = 0; i < std::size(steps); ++i) out->step_ns[i].Add(steps[i]);
     out->moe_ns += s.total;
     out->steps += batch.tokens();
     ++out->layer_batches;
@@ -186,29 +207,70 @@ class Metrics {
       out->served_decode += served;
     }
     out->staged += r.staged;
+    if (!batch.prefill) AddDecode(batch, r, end - start, out);
+    std::vector<uint64_t>& load = loads_[batch.layer_index];
     for (uint32_t id : batch.expert_ids) {
-      if (id < loads_[batch.layer_index].size()) ++loads_[batch.layer_index][id];
+      if (id < load.size()) ++load[id];
     }
-    for (const BatchRow& row : batch.rows) Touch(row.request_id, batch.pass_id, start, end);
+    uint64_t last_request = UINT64_MAX;
+    for (const BatchRow& row : batch.rows) {
+      if (row.request_id != last_request) Touch(row.request_id, batch.pass_id, start, end);
+      last_request = row.request_id;
+    }
   }
 
   void Finish(ReplayResult* out) {
+    FlushDecodePass(out);
     for (const auto& [id, t] : requests_) {
+      if (t.passes == 0) continue;  // arrived, never run
       out->request_latency_ns.Add(t.last_end - t.start);
       out->ttft_ns.Add((t.passes > 1 ? t.first_pass_end : t.last_end) - t.start);
+      out->queue_ns.Add(t.first_batch - t.start);
       if (t.passes > 1) out->tpot_ns.Add((t.last_end - t.first_pass_end) / static_cast<int64_t>(t.passes - 1));
       out->passes += t.passes;
+      ++out->requests;
     }
-    out->requests = requests_.size();
     for (const auto& layer : loads_) out->expert_load.push_back(traces::ComputeLoadDeviation(layer));
   }
 
  private:
+  // Sums a decode layer batch into its pass; a new pass id closes the previous pass.
+  void AddDecode(const LayerBatch& batch, const engine::LayerBatchReport& r, engine::TimeNs elapsed_ns,
+                 ReplayResult* out) {
+    if (!pass_open_ || batch.pass_id != pass_id_) {
+      FlushDecodePass(out);
+      pass_open_ = true;
+      pass_id_ = batch.pass_id;
+      ++out->decode.passes;
+      out->decode.tokens += batch.tokens();
+    }
+    pass_read_bytes_ += r.read_bytes;
+    pass_nvme_read_ns_ += r.step_ns.nvme_read;
+    pass_elapsed_ns_ += elapsed_ns;
+    out->decode.read_bytes += r.read_bytes;
+    out->decode.nvme_read_ns += r.step_ns.nvme_read;
+    out->decode.compute_ns += r.step_ns.compute;
+    out->decode.elapsed_ns += elapsed_ns;
+  }
+
+  void FlushDecodePass(ReplayResult* out) {
+    if (!pass_open_) return;
+    out->decode.read_bytes_per_pass.Add(static_cast<int64_t>(pass_read_bytes_));
+    out->decode.nvme_read_ns_per_pass.Add(pass_nvme_read_ns_);
+    out->decode.elapsed_ns_per_pass.Add(pass_elapsed_ns_);
+    pass_open_ = false;
+    pass_read_bytes_ = 0;
+    pass_nvme_read_ns_ = pass_elapsed_ns_ = 0;
+  }
+
   void Touch(uint64_t request, uint64_t pass, engine::TimeNs start, engine::TimeNs end) {
     auto [it, fresh] = requests_.try_emplace(request);
     RequestTimes& t = it->second;
-    if (fresh) {
-      t = RequestTimes{start, pass, 1, 0, end};
+    if (fresh) t.start = start;
+    if (t.passes == 0) {
+      t.first_batch = start;
+      t.pass = pass;
+      t.passes = 1;
     } else if (pass != t.pass) {
       if (t.passes == 1) t.first_pass_end = t.last_end;
       t.pass = pass;
@@ -219,44 +281,115 @@ class Metrics {
 
   std::vector<std::vector<uint64_t>> loads_;
   std::map<uint64_t, RequestTimes> requests_;  // ordered: deterministic iteration
+  bool pass_open_ = false;  // the decode pass being summed
+  uint64_t pass_id_ = 0;
+  uint64_t pass_read_bytes_ = 0;
+  engine::TimeNs pass_nvme_read_ns_ = 0, pass_elapsed_ns_ = 0;
+};
+
+// One replay in progress: the rig, the replayer and the metrics, batch by batch.
+class Runner {
+ public:
+  Runner(const ReplayConfig& c, const traces::ModelShape& shape, Rig* rig, EngineReplayer* replayer)
+      : c_(c), shape_(shape), rig_(rig), replayer_(replayer),
+        metrics_(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer) {}
+
+  // The dense part of the layer (modelled compute), then the MoE layer batch on the engine.
+  Status RunBatch(const LayerBatch& batch, ReplayResult* out) {
+    engine::EventLoop& loop = *rig_->loop;
+    const engine::TimeNs start = loop.Now();
+    engine::TimeNs dense_ns = 0;
+    if (rig_->sim_compute != nullptr && batch.layer_index < shape_.dense_bytes.size()) {
+      dense_ns = rig_->sim_compute->DenseLayerNs(shape_.dense_bytes[batch.layer_index]);
+      loop.WaitUntil(start + dense_ns);
+      rig_->log.Span(start, start + dense_ns, sim::EventKind::kDense, batch.layer_index,
+                     shape_.dense_bytes[batch.layer_index]);
+    }
+    engine::LayerBatchReport report;
+    COLIBRI_RETURN_IF_ERROR(replayer_->Run(batch, &report).WithPrefix(
+        c_.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
+        std::to_string(batch.layer_index)));
+    const engine::TimeNs end = loop.Now();
+    rig_->log.Append(start, end, sim::EventKind::kLayerBatch, batch.layer_index, batch.tokens());
+    metrics_.Add(batch, report, start, dense_ns, end, out);
+    return Status::Ok();
+  }
+
+  // Closed loop: every layer batch in trace order.
+  Status RunClosedLoop(LayerBatchReader* batches, ReplayResult* out) {
+    LayerBatch batch;
+    while (true) {
+      COLIBRI_ASSIGN_OR_RETURN(const bool more, batches->Next(&batch));
+      if (!more) return Status::Ok();
+      COLIBRI_RETURN_IF_ERROR(RunBatch(batch, out));
+    }
+  }
+
+  // Open loop: requests arrive on schedule; continuous batching forms the passes.
+  Status RunOpenLoop(LayerBatchReader* batches, ReplayResult* out) {
+    COLIBRI_ASSIGN_OR_RETURN(const RequestStore store, RequestStore::Load(batches, shape_));
+    std::optional<traces::ArrivalTrace> arrivals;
+    if (!c_.arrivals_path.empty()) {
+      COLIBRI_ASSIGN_OR_RETURN(arrivals, traces::ReadArrivals(c_.arrivals_path));
+    }
+    const ArrivalOptions options{arrivals ? &*arrivals : nullptr, c_.time_scale, c_.repeat, c_.max_arrivals};
+    COLIBRI_ASSIGN_OR_RETURN(ArrivalSchedule schedule, ScheduleArrivals(store, options));
+    out->arrivals_total = schedule.arrivals_total;
+    engine::EventLoop& loop = *rig_->loop;
+    const engine::TimeNs run_start = loop.Now();
+    for (size_t i = 0; i < schedule.requests.size(); ++i) metrics_.Arrive(i, run_start + schedule.requests[i].arrival_ns);
+    ContinuousBatcher batcher(&store, std::move(schedule.requests), c_.max_batch);
+    LayerBatch batch;
+    while (true) {
+      const ContinuousBatcher::Step step = batcher.Next(loop.Now() - run_start);
+      if (step.kind == ContinuousBatcher::Step::Kind::kDone) break;
+      if (step.kind == ContinuousBatcher::Step::Kind::kWait) {
+        loop.WaitUntil(run_start + step.wait_until_ns);
+        continue;
+      }
+      while (batcher.NextLayerBatch(&batch)) COLIBRI_RETURN_IF_ERROR(RunBatch(batch, out));
+    }
+    out->max_pass_requests = batcher.max_pass_requests();
+    return Status::Ok();
+  }
+
+  void Finish(ReplayResult* out) { metrics_.Finish(out); }
+
+ private:
+  const ReplayConfig& c_;
+  const traces::ModelShape& shape_;
+  Rig* rig_;
+  EngineReplayer* replayer_;
+  Metrics metrics_;
 };
 
 }  // namespace
+
+const LatencyHistogram& ReplayResult::step(std::string_view name) const {
+  for (size_t i = 0; i < kStepNames.size(); ++i) {
+    if (name == kStepNames[i]) return step_ns[i];
+  }
+  return step_ns.back();
+}
 
 Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader, traces::TraceReader::Open(c.trace_path));
   const traces::ModelShape& shape = reader->header().shape;
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, BuildRig(c, shape));
+  rig->log.set_sink(c.event_sink);
   COLIBRI_ASSIGN_OR_RETURN(EngineReplayer replayer, EngineReplayer::Create(rig->engine.get(), shape, c.routing, nullptr));
   ReplayResult out;
   out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
   out.modelled_layout = rig->modelled_layout;
-  Metrics metrics(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer);
-  engine::EventLoop& loop = *rig->loop;
+  out.open_loop = c.pacing == Pacing::kOpen;
+  Runner runner(c, shape, rig.get(), &replayer);
   const auto wall_start = std::chrono::steady_clock::now();
-  const engine::TimeNs run_start = loop.Now();
+  const engine::TimeNs run_start = rig->loop->Now();
   LayerBatchReader batches(reader.get());
-  LayerBatch batch;
-  while (true) {
-    COLIBRI_ASSIGN_OR_RETURN(const bool more, batches.Next(&batch));
-    if (!more) break;
-    const engine::TimeNs start = loop.Now();
-    engine::TimeNs dense_ns = 0;
-    if (rig->sim_compute != nullptr && batch.layer_index < shape.dense_bytes.size()) {
-      dense_ns = rig->sim_compute->DenseLayerNs(shape.dense_bytes[batch.layer_index]);
-      loop.WaitUntil(start + dense_ns);
-    }
-    engine::LayerBatchReport report;
-    COLIBRI_RETURN_IF_ERROR(replayer.Run(batch, &report).WithPrefix(
-        c.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
-        std::to_string(batch.layer_index)));
-    const engine::TimeNs end = loop.Now();
-    rig->log.Append(end, sim::EventKind::kLayerBatch, batch.layer_index, batch.tokens());
-    metrics.Add(batch, report, start, dense_ns, end, &out);
-  }
-  out.elapsed_ns = loop.Now() - run_start;
+  COLIBRI_RETURN_IF_ERROR(out.open_loop ? runner.RunOpenLoop(&batches, &out) : runner.RunClosedLoop(&batches, &out));
+  out.elapsed_ns = rig->loop->Now() - run_start;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  metrics.Finish(&out);
+  runner.Finish(&out);
   out.l1 = rig->engine->l1_counters();
   out.l2 = rig->engine->l2_counters();
   out.read_bytes = rig->storage->counters().read_bytes;

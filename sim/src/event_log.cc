@@ -2,18 +2,23 @@
 
 namespace colibri::sim {
 
-void EventLog::Fold(uint64_t value, int bytes) {
+namespace {
+
+uint64_t FoldBytes(uint64_t digest, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) {
-    digest_ ^= (value >> (8 * i)) & 0xFFu;
-    digest_ *= 0x100000001B3ull;
+    digest ^= (value >> (8 * i)) & 0xFFu;
+    digest *= 0x100000001B3ull;
   }
+  return digest;
 }
 
-void EventLog::Append(engine::TimeNs time, uint32_t kind, uint64_t a, uint64_t b) {
-  Fold(static_cast<uint64_t>(time), 8);
-  Fold(kind, 4);
-  Fold(a, 8);
-  Fold(b, 8);
+}  // namespace
+
+void EventLog::Fold(engine::TimeNs time, uint32_t kind, uint64_t a, uint64_t b) {
+  uint64_t digest = FoldBytes(digest_, static_cast<uint64_t>(time), 8);
+  digest = FoldBytes(digest, kind, 4);
+  digest = FoldBytes(digest, a, 8);
+  digest_ = FoldBytes(digest, b, 8);
   ++events_;
 }
 

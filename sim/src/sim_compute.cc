@@ -72,18 +72,42 @@ void SimCompute::Run(EventKind kind, size_t tokens, engine::TimeNs cost_ns) {
   options_.loop->WaitUntil(end_ns);
   ++counters_.kernels;
   counters_.busy_ns += cost_ns;
-  if (options_.event_log != nullptr) options_.event_log->Append(end_ns, kind, tokens, static_cast<uint64_t>(cost_ns));
+  if (options_.event_log != nullptr) {
+    options_.event_log->Append(end_ns - cost_ns, end_ns, kind, tokens, static_cast<uint64_t>(cost_ns));
+  }
+}
+
+Result<engine::TimeNs> SimCompute::MemoExpertFfnNs(const engine::ExpertLayout& layout, size_t tokens) {
+  constexpr size_t kMaxMemoTokens = 4096;
+  if (tokens >= kMaxMemoTokens) return ExpertFfnNs(layout, tokens);
+  FfnMemo& m = ffn_memo_;
+  if (m.dtype != layout.dtype || m.hidden != layout.hidden || m.intermediate != layout.intermediate) {
+    m = FfnMemo{layout.dtype, layout.hidden, layout.intermediate, {}};
+  }
+  if (m.ns.size() <= tokens) m.ns.resize(tokens + 1, 0);
+  if (m.ns[tokens] == 0) {
+    COLIBRI_ASSIGN_OR_RETURN(m.ns[tokens], ExpertFfnNs(layout, tokens));  // errors are not remembered
+  }
+  return m.ns[tokens];
 }
 
 Status SimCompute::ExpertFfn(const engine::ExpertView& expert, const float*, size_t tokens, float*) {
   if (expert.layout == nullptr) return Status::InvalidArgument("sim compute: expert view without a layout");
-  COLIBRI_ASSIGN_OR_RETURN(const engine::TimeNs cost_ns, ExpertFfnNs(*expert.layout, tokens));
+  if (expert.layout->hidden == 0 || expert.layout->intermediate == 0) {
+    return Status::InvalidArgument("sim compute: expert shape " + std::to_string(expert.layout->hidden) + " x " +
+                                   std::to_string(expert.layout->intermediate) + " is empty");
+  }
+  COLIBRI_ASSIGN_OR_RETURN(const engine::TimeNs cost_ns, MemoExpertFfnNs(*expert.layout, tokens));
   Run(EventKind::kCompute, tokens, cost_ns);
   return Status::Ok();
 }
 
 Status SimCompute::GateGemv(const float*, const float*, uint32_t experts, uint32_t hidden, const float*, size_t tokens,
                             float*) {
+  if (experts == 0 || hidden == 0) {
+    return Status::InvalidArgument("sim compute: gate " + std::to_string(experts) + " x " + std::to_string(hidden) +
+                                   " is empty");
+  }
   COLIBRI_ASSIGN_OR_RETURN(const engine::TimeNs cost_ns, GateGemvNs(experts, hidden, tokens));
   Run(EventKind::kGate, tokens, cost_ns);
   return Status::Ok();

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -94,14 +95,15 @@ std::string DescribeRead(const std::string& name, const ReadRequest& request) {
 
 // The real backends' checks and messages (engine/src/storage_common.cc), with O_DIRECT alignment.
 Status CheckRequest(const DataFile& file, const ReadRequest& request) {
-  const std::string rule = " (alignment " + std::to_string(kAlignmentBytes) + " bytes with O_DIRECT)";
+  // Messages are built only on failure: this runs for every read.
+  auto rule = [] { return " (alignment " + std::to_string(kAlignmentBytes) + " bytes with O_DIRECT)"; };
   auto invalid = [&](const std::string& what) { return Status::InvalidArgument(DescribeRead(file.name, request) + what); };
   if (request.buffer == nullptr) return invalid(": buffer is null");
   if (request.bytes == 0) return invalid(": length must be > 0");
-  if (request.offset % kAlignmentBytes != 0) return invalid(": offset is not aligned" + rule);
-  if (request.bytes % kAlignmentBytes != 0) return invalid(": length is not aligned" + rule);
+  if (request.offset % kAlignmentBytes != 0) return invalid(": offset is not aligned" + rule());
+  if (request.bytes % kAlignmentBytes != 0) return invalid(": length is not aligned" + rule());
   if (reinterpret_cast<uintptr_t>(request.buffer) % kAlignmentBytes != 0) {
-    return invalid(": buffer address is not aligned" + rule);
+    return invalid(": buffer address is not aligned" + rule());
   }
   if (request.offset > file.size_bytes || request.bytes > file.size_bytes - request.offset) {
     return invalid(": ends past the end of the file (" + std::to_string(file.size_bytes) + " bytes)");
@@ -131,6 +133,51 @@ Status ReadFully(const DataFile& file, const ReadRequest& request, uint64_t* don
   return Status::Ok();
 }
 
+class SimStorage;
+
+// What a completion task holds to find its backend: a cell that names the
+// backend while it lives (null after), so tasks of a destroyed backend do
+// nothing. A task captures the cell's address and a slot number: trivially
+// copyable and small, so std::function stores it without allocating.
+struct LiveCell {
+  SimStorage* storage = nullptr;
+};
+
+// The cells, shared by every SimStorage of the process. A backend's cell is
+// reused only when no task of it can still be queued (none was in the device
+// when it was destroyed); the others are kept until exit.
+class LiveCells {
+ public:
+  static LiveCell* Acquire(SimStorage* storage) {
+    LiveCells& cells = Instance();
+    std::lock_guard<std::mutex> lock(cells.mu_);
+    LiveCell* cell = nullptr;
+    if (!cells.free_.empty()) {
+      cell = cells.free_.back();
+      cells.free_.pop_back();
+    } else {
+      cell = &cells.cells_.emplace_back();
+    }
+    cell->storage = storage;
+    return cell;
+  }
+  static void Release(LiveCell* cell, bool tasks_queued) {
+    LiveCells& cells = Instance();
+    std::lock_guard<std::mutex> lock(cells.mu_);
+    cell->storage = nullptr;
+    if (!tasks_queued) cells.free_.push_back(cell);
+  }
+
+ private:
+  static LiveCells& Instance() {
+    static LiveCells cells;
+    return cells;
+  }
+  std::mutex mu_;
+  std::deque<LiveCell> cells_;  // stable addresses
+  std::vector<LiveCell*> free_;
+};
+
 class SimStorage final : public engine::StorageBackend {
  public:
   SimStorage(const NvmeProfile& profile, const SimStorageOptions& options, LatencySampler latency, DataFile file)
@@ -148,6 +195,9 @@ class SimStorage final : public engine::StorageBackend {
     caps_.direct_io = true;
     caps_.delivers_data = file_.fd.get() >= 0;
   }
+  ~SimStorage() override { LiveCells::Release(cell_, /*tasks_queued=*/in_device_ > 0); }
+  SimStorage(const SimStorage&) = delete;
+  SimStorage& operator=(const SimStorage&) = delete;
 
   const engine::StorageCaps& caps() const override { return caps_; }
   const engine::StorageCounters& counters() const override { return counters_; }
@@ -193,25 +243,47 @@ class SimStorage final : public engine::StorageBackend {
   // schedules its completion.
   void Issue(const Read& read, engine::TimeNs at_ns) {
     ++in_device_;
-    const engine::TimeNs done_ns = ServiceEndNs(read.request.bytes, std::max(at_ns, read.submit_ns)) +
+    engine::TimeNs start_ns = 0;
+    const engine::TimeNs done_ns = ServiceEndNs(read.request.bytes, std::max(at_ns, read.submit_ns), &start_ns) +
                                    latency_.Sample(&rng_);
-    std::weak_ptr<SimStorage*> self = self_;
-    loop_->RunAt(done_ns, [self, read, done_ns] {
-      if (const std::shared_ptr<SimStorage*> alive = self.lock()) (*alive)->OnDeviceDone(read, done_ns);
+    uint32_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(in_device_reads_.size());
+      in_device_reads_.emplace_back();
+    }
+    in_device_reads_[slot] = InDevice{read, start_ns, done_ns};
+    LiveCell* const cell = cell_;
+    loop_->RunAt(done_ns, [cell, slot] {
+      if (cell->storage != nullptr) cell->storage->Complete(slot);
     });
   }
 
-  // Books a channel and the link for `bytes` from `issue_ns`; returns when both are done.
-  engine::TimeNs ServiceEndNs(uint64_t bytes, engine::TimeNs issue_ns) {
+ public:  // for the completion task
+  // The completion task of the read in `slot`.
+  void Complete(uint32_t slot) {
+    const InDevice d = in_device_reads_[slot];
+    free_slots_.push_back(slot);
+    OnDeviceDone(d.read, d.start_ns, d.done_ns);
+  }
+
+ private:
+
+  // Books a channel and the link for `bytes` from `issue_ns`; returns when both
+  // are done. *start_out: when the channel starts serving it.
+  engine::TimeNs ServiceEndNs(uint64_t bytes, engine::TimeNs issue_ns, engine::TimeNs* start_out) {
     const auto channel = std::min_element(channel_free_ns_.begin(), channel_free_ns_.end());  // first of equals
     const engine::TimeNs start_ns = std::max(issue_ns, *channel);
+    *start_out = start_ns;
     *channel = start_ns + profile_.per_op_ns + DurationNs(bytes, profile_.channel_read_bytes_per_s);
     link_free_ns_ = std::max(start_ns, link_free_ns_) + DurationNs(bytes, profile_.read_bytes_per_s);
     return std::max(*channel, link_free_ns_);
   }
 
-  // The completion task: the read is ready at `done_ns`; waiting reads are issued then.
-  void OnDeviceDone(const Read& read, engine::TimeNs done_ns) {
+  // The completion task: the read (served from `start_ns`) is ready at `done_ns`; waiting reads are issued then.
+  void OnDeviceDone(const Read& read, engine::TimeNs start_ns, engine::TimeNs done_ns) {
     --in_device_;
     uint64_t bytes = read.request.bytes;
     Status status;
@@ -220,7 +292,9 @@ class SimStorage final : public engine::StorageBackend {
       status = ReadFully(file_, read.request, &bytes);
     }
     ready_.push_back(ReadCompletion{read.request.tag, std::move(status), bytes, read.submit_ns, done_ns});
-    if (event_log_ != nullptr) event_log_->Append(done_ns, EventKind::kRead, read.request.offset, bytes);
+    // The span: from when a channel starts serving the read (queueing before it is the gap after
+    // its submission) to its completion, latency included.
+    if (event_log_ != nullptr) event_log_->Append(start_ns, done_ns, EventKind::kRead, read.request.offset, bytes);
     while (!waiting_.empty() && in_device_ < caps_.queue_depth) {
       const Read next = waiting_.front();
       waiting_.pop_front();
@@ -257,8 +331,16 @@ class SimStorage final : public engine::StorageBackend {
   size_t in_device_ = 0;                   // issued, completion task not yet run
   std::vector<ReadCompletion> ready_;      // completed, not yet handed over
   uint64_t handed_over_ = 0;
-  // Scheduled tasks hold a weak reference, so they do nothing once the backend is gone.
-  const std::shared_ptr<SimStorage*> self_ = std::make_shared<SimStorage*>(this);
+  // Reads in the device, by slot (free_slots_: slots to reuse); a completion task names its slot.
+  struct InDevice {
+    Read read;
+    engine::TimeNs start_ns = 0;
+    engine::TimeNs done_ns = 0;
+  };
+  std::vector<InDevice> in_device_reads_;
+  std::vector<uint32_t> free_slots_;
+  // Scheduled tasks reach the backend through this cell, so they do nothing once it is gone.
+  LiveCell* const cell_ = LiveCells::Acquire(this);
 };
 
 }  // namespace

@@ -45,10 +45,11 @@ Status SimTransfer::Copy(std::byte* device_dst, const std::byte* host_src, uint6
   if (bytes == 0) return Status::InvalidArgument("sim transfer: copy of 0 bytes");
   const engine::TimeNs now = options_.loop->Now();
   const auto copy_engine = std::min_element(engine_free_ns_.begin(), engine_free_ns_.end());  // first of equals
-  const engine::TimeNs end_ns = std::max(now, *copy_engine) + CopyNs(bytes);
+  const engine::TimeNs start_ns = std::max(now, *copy_engine);  // the copy engine starts on it
+  const engine::TimeNs end_ns = start_ns + CopyNs(bytes);
   *copy_engine = end_ns;
   pending_.emplace(std::make_pair(end_ns, next_sequence_++), engine::TransferCompletion{tag, Status::Ok(), bytes, now, end_ns});
-  if (options_.event_log != nullptr) options_.event_log->Append(end_ns, EventKind::kCopy, tag, bytes);
+  if (options_.event_log != nullptr) options_.event_log->Append(start_ns, end_ns, EventKind::kCopy, tag, bytes);
   return Status::Ok();
 }
 

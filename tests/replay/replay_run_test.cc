@@ -14,82 +14,21 @@
 #include "colibri/engine/local_engine.h"
 #include "colibri/sim/sim_compute.h"
 #include "colibri/sim/sim_event_loop.h"
-#include "colibri/traces/writer.h"
+#include "replay_test_util.h"
 
 namespace colibri::replay {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A one-channel, queue-depth-1 drive without jitter, no PCIe, and a compute device, as profile files.
-constexpr const char* kSerialDrive = R"({"kind": "nvme", "id": "serial", "name": "serial test drive",
-  "read_bytes_per_s": {"value": 1000000000, "basis": "assumed", "source": "test", "note": "a test drive"},
-  "channel_read_bytes_per_s": {"value": 1000000000, "basis": "assumed", "source": "test", "note": "a test drive"},
-  "channels": {"value": 1, "basis": "assumed", "source": "test", "note": "a test drive"},
-  "per_op_ns": {"value": 5000, "basis": "assumed", "source": "test", "note": "a test drive"},
-  "queue_depth": {"value": 1, "basis": "assumed", "source": "test", "note": "a test drive"},
-  "read_latency_p50_ns": {"value": 20000, "basis": "assumed", "source": "test", "note": "a test drive"},
-  "read_latency_p99_ns": {"value": 20000, "basis": "assumed", "source": "test", "note": "a test drive"}})";
-constexpr const char* kSerialMachine = R"({"kind": "machine", "name": "serial-h100", "description": "test",
-  "nvme": "serial", "pcie": "none", "compute": "h100-sxm"})";
-
-class ReplayRunTest : public ::testing::Test {
+class ReplayRunTest : public testing::ReplayTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("colibri-replay-run-" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    auto catalog = sim::HardwareCatalog::BuiltIn();
-    ASSERT_TRUE(catalog.ok()) << catalog.status().message();
-    catalog_ = std::move(catalog).value();
-    const Status drive = catalog_.AddText(kSerialDrive, "serial.json");
-    ASSERT_TRUE(drive.ok()) << drive.message();
-    ASSERT_TRUE(catalog_.AddText(kSerialMachine, "serial-h100.json").ok());
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  ReplayRunTest() : ReplayTest("replay-run") {}
 
   // One request: `passes` passes of one token over 2 MoE layers, 16 experts, top-2, bf16 H=256 I=128.
   std::string WriteTrace(int passes, uint64_t seed) const {
-    traces::TraceHeader header;
-    header.shape.moe_layer_ids = {0, 1};
-    header.shape.experts_per_layer = 16;
-    header.shape.top_k = 2;
-    header.shape.dtype = "bf16";
-    header.shape.hidden_size = 256;
-    header.shape.expert_bytes = {3u * 256 * 128 * 2, 3u * 256 * 128 * 2};
-    const std::string path = Path("t" + std::to_string(seed) + ".ctrace");
-    auto writer = traces::TraceWriter::Create(path, header, {});
-    EXPECT_TRUE(writer.ok());
-    std::mt19937_64 rng(seed);
-    for (int p = 0; p < passes; ++p) {
-      for (uint32_t layer = 0; layer < 2; ++layer) {
-        traces::TraceRecord r;
-        r.request_id = 0;
-        r.pass_id = static_cast<uint64_t>(p);
-        r.layer = layer;
-        r.prefill = false;
-        r.positions = {static_cast<uint64_t>(p)};
-        const auto a = static_cast<uint32_t>(rng() % 16);
-        r.expert_ids = {a, (a + 1 + static_cast<uint32_t>(rng() % 15)) % 16};
-        EXPECT_TRUE(writer.value()->Append(r).ok());
-      }
-    }
-    EXPECT_TRUE(writer.value()->Close().ok());
-    return path;
+    return Write("t" + std::to_string(seed) + ".ctrace", testing::TestTrace{1, passes, 0, seed, std::nullopt, false});
   }
-
-  ReplayConfig Config(const std::string& trace, const std::string& machine) const {
-    ReplayConfig c;
-    c.trace_path = trace;
-    auto resolved = catalog_.Resolve(machine);
-    EXPECT_TRUE(resolved.ok()) << resolved.status().message();
-    c.machine = resolved.value();
-    return c;
-  }
-
-  fs::path dir_;
-  sim::HardwareCatalog catalog_;
 };
 
 TEST_F(ReplayRunTest, SameInputsSameDigestAndMetrics) {
@@ -102,7 +41,7 @@ TEST_F(ReplayRunTest, SameInputsSameDigestAndMetrics) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(a.value().event_digest, b.value().event_digest);
   EXPECT_EQ(a.value().elapsed_ns, b.value().elapsed_ns);
-  EXPECT_EQ(a.value().step_ns.at("layer_batch").Percentile(99), b.value().step_ns.at("layer_batch").Percentile(99));
+  EXPECT_EQ(a.value().step("layer_batch").Percentile(99), b.value().step("layer_batch").Percentile(99));
   EXPECT_EQ(a.value().served, b.value().served);
   EXPECT_TRUE(a.value().simulated);
   EXPECT_EQ(a.value().steps, 80u);

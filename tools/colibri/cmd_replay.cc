@@ -1,11 +1,17 @@
 // `colibri replay TRACE --hw MACHINE ...`: the trace through the engine core
-// on each named machine (modelled by default), closed loop; one result per
-// machine (docs/REPLAY.md).
+// on each named machine (modelled by default), closed or open loop; one result
+// per machine, the machines run by up to --jobs threads (docs/REPLAY.md).
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "cli_common.h"
 #include "colibri/replay/replay_run.h"
+#include "colibri/replay/trace_events.h"
 #include "colibri/sim/profiles.h"
 #include "commands.h"
 #include "latency_json.h"
@@ -31,6 +37,15 @@ struct ReplayFlags {
   std::string storage = "sim", transfer = "sim", compute = "sim";
   std::string routing = "recorded";
   uint64_t seed = 1;
+  std::string pacing = "closed";
+  std::string arrivals;
+  double time_scale = 1.0;
+  bool repeat = false;
+  uint64_t max_arrivals = 0;
+  uint32_t max_batch = 256;
+  uint32_t jobs = 1;
+  std::string trace_events;
+  bool pacing_given = false;
   bool json = false;
 };
 
@@ -41,9 +56,40 @@ Json HistogramJson(const replay::LatencyHistogram& h) {
 
 Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
 
+// Per second of the run's clock: generated tokens (one per request pass) and (token, layer) steps.
+Json ThroughputJson(const replay::ReplayResult& r) {
+  const double seconds = static_cast<double>(r.elapsed_ns) / 1e9;
+  auto per_s = [seconds](uint64_t n) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; };
+  return Json{{"tokens_per_s", per_s(r.passes)}, {"steps_per_s", per_s(r.steps)}};
+}
+
+Json DecodeJson(const replay::DecodePasses& d) {
+  return Json{{"passes", d.passes},
+              {"tokens", d.tokens},
+              {"read_bytes", d.read_bytes},
+              {"nvme_read_ns", d.nvme_read_ns},
+              {"compute_ns", d.compute_ns},
+              {"elapsed_ns", d.elapsed_ns},
+              {"read_bytes_per_pass", HistogramJson(d.read_bytes_per_pass)},
+              {"nvme_read_ns_per_pass", HistogramJson(d.nvme_read_ns_per_pass)},
+              {"elapsed_ns_per_pass", HistogramJson(d.elapsed_ns_per_pass)}};
+}
+
+Json PacingJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
+  if (!r.open_loop) return Json{{"mode", "closed"}};
+  return Json{{"mode", "open"},
+              {"arrivals", c.arrivals_path.empty() ? Json("trace") : Json(c.arrivals_path)},
+              {"arrivals_total", r.arrivals_total},
+              {"time_scale", c.time_scale},
+              {"repeat", c.repeat},
+              {"max_arrivals", c.max_arrivals},
+              {"max_batch", c.max_batch},
+              {"max_pass_requests", r.max_pass_requests}};
+}
+
 Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
   Json steps = Json::object();
-  for (const auto& [name, h] : r.step_ns) steps[name] = HistogramJson(h);
+  for (size_t i = 0; i < r.step_ns.size(); ++i) steps[replay::ReplayResult::kStepNames[i]] = HistogramJson(r.step_ns[i]);
   Json load = Json::array();
   for (const traces::LoadDeviation& d : r.expert_load) {
     load.push_back(Json{{"cv", d.cv}, {"max_over_mean", d.max_over_mean}, {"gini", d.gini}, {"unused", d.unused}});
@@ -77,6 +123,10 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"request_latency_ns", HistogramJson(r.request_latency_ns)},
               {"ttft_ns", HistogramJson(r.ttft_ns)},
               {"tpot_ns", HistogramJson(r.tpot_ns)},
+              {"queue_ns", r.open_loop ? HistogramJson(r.queue_ns) : Json(nullptr)},
+              {"decode", DecodeJson(r.decode)},
+              {"throughput", ThroughputJson(r)},
+              {"pacing", PacingJson(c, r)},
               {"expert_load", load}};
 }
 
@@ -98,38 +148,99 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.hidden = f.hidden;
   c.pinned = !f.pageable;
   c.seed = f.seed;
+  c.pacing = f.pacing == "open" || !f.arrivals.empty() ? replay::Pacing::kOpen : replay::Pacing::kClosed;
+  c.arrivals_path = f.arrivals;
+  c.time_scale = f.time_scale;
+  c.repeat = f.repeat;
+  c.max_arrivals = f.max_arrivals;
+  c.max_batch = f.max_batch;
   return c;
+}
+
+// Runs every config on up to `jobs` threads; results in config order.
+std::vector<Result<replay::ReplayResult>> RunAll(const std::vector<replay::ReplayConfig>& configs, uint32_t jobs) {
+  std::vector<std::optional<Result<replay::ReplayResult>>> results(configs.size());
+  std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  Progress progress("replay");
+  size_t done = 0;
+  auto worker = [&] {
+    for (size_t i = next++; i < configs.size(); i = next++) {
+      results[i] = replay::RunReplay(configs[i]);
+      const std::lock_guard<std::mutex> lock(progress_mutex);
+      progress.Update(++done, configs.size());
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t < std::min<size_t>(jobs, configs.size()); ++t) threads.emplace_back(worker);
+  worker();
+  for (std::thread& thread : threads) thread.join();
+  progress.Done();
+  std::vector<Result<replay::ReplayResult>> out;
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
 }
 
 Result<Json> Replay(const ReplayFlags& f) {
   COLIBRI_ASSIGN_OR_RETURN(sim::HardwareCatalog catalog, sim::HardwareCatalog::BuiltIn());
   COLIBRI_RETURN_IF_ERROR(catalog.AddFiles(f.hw_files));
   COLIBRI_ASSIGN_OR_RETURN(replay::ReplayConfig base, BaseConfig(f));
-  Json runs = Json::array();
-  Progress progress("replay");
-  for (size_t i = 0; i < f.machines.size(); ++i) {
-    replay::ReplayConfig c = base;
-    COLIBRI_ASSIGN_OR_RETURN(c.machine,
-                             catalog.Resolve(f.machines[i], sim::MachineOverrides{f.hw_nvme, f.hw_pcie, f.hw_compute}));
-    COLIBRI_ASSIGN_OR_RETURN(replay::ReplayResult r, replay::RunReplay(c));
-    runs.push_back(RunJson(c, r));
-    progress.Update(i + 1, f.machines.size());
+  if (f.pacing == "closed" && !f.arrivals.empty() && f.pacing_given) {
+    return Status::InvalidArgument("--arrivals paces an open loop: drop --pacing closed");
   }
-  progress.Done();
-  return Json{{"trace", f.trace}, {"runs", runs}};
+  if (!f.trace_events.empty() && f.jobs > 1) {
+    return Status::InvalidArgument("--trace-events writes one timeline file: use --jobs 1");
+  }
+  std::unique_ptr<replay::TraceEventWriter> timeline;
+  if (!f.trace_events.empty()) {
+    COLIBRI_ASSIGN_OR_RETURN(timeline, replay::TraceEventWriter::Create(f.trace_events, ""));
+  }
+  std::vector<replay::ReplayConfig> configs;
+  for (const std::string& name : f.machines) {
+    replay::ReplayConfig c = base;
+    COLIBRI_ASSIGN_OR_RETURN(c.machine, catalog.Resolve(name, sim::MachineOverrides{f.hw_nvme, f.hw_pcie, f.hw_compute}));
+    configs.push_back(c);
+  }
+  Json runs = Json::array();
+  if (timeline != nullptr) {  // one machine after the other, each its own process in the timeline
+    for (replay::ReplayConfig& c : configs) {
+      timeline->BeginProcess(c.machine.label);
+      c.event_sink = timeline.get();
+      COLIBRI_ASSIGN_OR_RETURN(replay::ReplayResult r, replay::RunReplay(c));
+      runs.push_back(RunJson(c, r));
+    }
+    COLIBRI_RETURN_IF_ERROR(timeline->Finish());
+  } else {
+    std::vector<Result<replay::ReplayResult>> results = RunAll(configs, f.jobs);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      COLIBRI_RETURN_IF_ERROR(results[i].status());
+      runs.push_back(RunJson(configs[i], results[i].value()));
+    }
+  }
+  Json out{{"trace", f.trace}, {"runs", runs}};
+  if (timeline != nullptr) {
+    out["trace_events"] = Json{{"path", f.trace_events}, {"spans", timeline->spans_written()},
+                               {"dropped", timeline->spans_dropped()}};
+  }
+  return out;
 }
 
 void PrintHuman(const Json& j) {
   std::printf("%s\n", j["trace"].get<std::string>().c_str());
-  std::printf("%-34s %10s %10s %10s %10s %10s %8s %8s %s\n", "machine", "step p50", "step p99", "TTFT p50", "TPOT p50",
-              "TPOT p99", "hit%", "hit%dec", "digest");
+  std::printf("%-20s %6s %9s %9s %9s %9s %9s %9s %8s %6s %6s  %s\n", "machine", "pacing", "req p50", "req p99",
+              "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "tok/s", "hit%", "hit%d", "digest");
+  auto ms = [](const Json& h, const char* p) { return h[p].get<double>() / 1e6; };
   for (const Json& r : j["runs"]) {
-    const Json& step = r["step_latency_ns"]["layer_batch"];
-    auto ms = [](const Json& ns) { return ns.get<double>() / 1e6; };
-    std::printf("%-34s %8.3fms %8.3fms %8.1fms %8.1fms %8.1fms %7.1f%% %7.1f%% %s\n",
-                r["machine"].get<std::string>().c_str(), ms(step["p50"]), ms(step["p99"]), ms(r["ttft_ns"]["p50"]),
-                ms(r["tpot_ns"]["p50"]), ms(r["tpot_ns"]["p99"]), r["hit_pct_cum"].get<double>(),
+    const Json &req = r["request_latency_ns"], &ttft = r["ttft_ns"], &tpot = r["tpot_ns"];
+    std::printf("%-20s %6s %7.0fms %7.0fms %7.0fms %7.0fms %7.1fms %7.1fms %8.1f %5.1f%% %5.1f%%  %s\n",
+                r["machine"].get<std::string>().c_str(), r["pacing"]["mode"].get<std::string>().c_str(),
+                ms(req, "p50"), ms(req, "p99"), ms(ttft, "p50"), ms(ttft, "p99"), ms(tpot, "p50"), ms(tpot, "p99"),
+                r["throughput"]["tokens_per_s"].get<double>(), r["hit_pct_cum"].get<double>(),
                 r["hit_pct_decode"].get<double>(), r["event_digest"].get<std::string>().c_str());
+  }
+  if (j.contains("trace_events")) {
+    std::printf("timeline: %s (%llu spans)\n", j["trace_events"]["path"].get<std::string>().c_str(),
+                static_cast<unsigned long long>(j["trace_events"]["spans"].get<uint64_t>()));
   }
 }
 
@@ -163,8 +274,26 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
       ->check(CLI::IsMember({"recorded", "recompute"}))
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "Root seed of the modelled devices' random streams")->capture_default_str();
+  CLI::Option* pacing = cmd->add_option("--pacing", f->pacing, "closed (as fast as dependencies allow) or open (arrivals)")
+                            ->check(CLI::IsMember({"closed", "open"}))
+                            ->capture_default_str();
+  cmd->add_option("--arrivals", f->arrivals, "Request-arrival trace (Azure CSV, Mooncake JSONL): open loop")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--time-scale", f->time_scale, "Open loop: arrivals come this many times as fast")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--repeat", f->repeat, "Open loop: cycle the trace's requests to cover every arrival");
+  cmd->add_option("--max-arrivals", f->max_arrivals, "Open loop: only the first N arrivals (0 = all)")->capture_default_str();
+  cmd->add_option("--max-batch", f->max_batch, "Open loop: requests per forward pass")
+      ->check(CLI::Range(1u, 1000000u))
+      ->capture_default_str();
+  cmd->add_option("--jobs", f->jobs, "Machines replayed at once (threads)")->check(CLI::Range(1u, 256u))->capture_default_str();
+  cmd->add_option("--trace-events", f->trace_events, "Write the timeline as a Chrome/Perfetto trace-event JSON file");
   cmd->add_flag("--json", f->json, "Print {\"runs\": [...]} as JSON on stdout");
-  cmd->callback([f, exit_code] { *exit_code = Emit(Replay(*f), f->json, &PrintHuman); });
+  cmd->callback([f, exit_code, pacing] {
+    f->pacing_given = pacing->count() > 0;
+    *exit_code = Emit(Replay(*f), f->json, &PrintHuman);
+  });
 }
 
 }  // namespace colibri::cli

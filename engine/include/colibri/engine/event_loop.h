@@ -51,7 +51,9 @@ class EventLoop : public Clock {
   virtual void WaitUntil(TimeNs when) = 0;
 };
 
-// The (time, sequence) ordered queue both event loops use.
+// The (time, sequence) ordered queue both event loops use. The heap orders
+// small plain entries; the tasks stay in slots that are reused, so a warm
+// queue does not allocate (beyond what a task's own captures need).
 class TimedTaskQueue {
  public:
   void Push(TimeNs when, Task task);
@@ -64,12 +66,14 @@ class TimedTaskQueue {
   struct Entry {
     TimeNs when;
     uint64_t sequence;
-    Task task;
+    uint32_t slot;  // in tasks_
     bool operator>(const Entry& other) const {
       return when != other.when ? when > other.when : sequence > other.sequence;
     }
   };
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap_;
+  std::vector<Task> tasks_;
+  std::vector<uint32_t> free_slots_;
   uint64_t next_sequence_ = 0;
 };
 

@@ -19,10 +19,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "colibri/engine/cache_policy.h"
+#include "colibri/engine/key_map.h"
 #include "colibri/status.h"
 
 namespace colibri::engine {
@@ -55,25 +55,31 @@ class ExpertCache {
   // Removes a resident entry (e.g. a slot released between waves).
   void Erase(ExpertKey key);
 
-  bool Contains(ExpertKey key) const { return entries_.count(key) != 0; }
+  bool Contains(ExpertKey key) const {
+    const Entry* e = entries_.Find(key);
+    return e != nullptr && e->resident;
+  }
   uint64_t resident_bytes() const { return resident_bytes_; }
-  size_t resident_entries() const { return entries_.size(); }
+  size_t resident_entries() const { return resident_entries_; }
   const CacheCounters& counters() const { return counters_; }
   const CachePolicy& policy() const { return *policy_; }
 
  private:
+  // Every key looked up or inserted so far (lookup only; never iterated).
   struct Entry {
-    uint64_t bytes = 0;
+    uint64_t bytes = 0;  // when resident
+    uint64_t touched_in = UINT64_MAX;  // the batch number of its last lookup (UINT64_MAX: none yet)
+    bool resident = false;
   };
   bool Touched(ExpertKey key) const;
   void EvictAll(const std::vector<ExpertKey>& victims, std::vector<ExpertKey>* evicted);
 
   std::unique_ptr<CachePolicy> policy_;
   CacheMode mode_;
-  std::unordered_map<ExpertKey, Entry> entries_;         // lookup only; never iterated
-  std::unordered_map<ExpertKey, uint64_t> touched_in_;  // key -> batch number of its last lookup
+  KeyMap<Entry> entries_;
   uint64_t batch_ = 0;
   uint64_t resident_bytes_ = 0;
+  size_t resident_entries_ = 0;
   CacheCounters counters_;
   std::vector<ExpertKey> scratch_;
 };

@@ -139,6 +139,7 @@ class MoeEngine {
 
  private:
   class Batch;
+  struct BatchScratch;  // a layer batch's work lists, kept between batches (moe_engine.cc)
   MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends);
   Status CheckRoutingCompute() const;
   // Top-k and capacity over `logits`, the observer's OnRouting, then Run; `start` is when routing began.
@@ -161,7 +162,7 @@ class MoeEngine {
   std::vector<int64_t> l2_slot_of_;
   std::unique_ptr<EventSource> storage_source_;
   // Scratch reused by every batch (no allocation on the hot path once warm).
-  std::vector<int32_t> work_of_;      // expert -> index in the batch union
+  std::unique_ptr<BatchScratch> scratch_;
   std::vector<float> expert_out_;     // [token x top_k + slot] x hidden: each slot's FFN output
   std::vector<float> x_buffer_;       // gathered inputs of one expert
   std::vector<float> y_buffer_;       // its outputs

@@ -4,8 +4,14 @@
 //
 // Implementations: CpuTransfer (no GPU: the "device" pool is host memory and a
 // copy is a memcpy), later CudaTransfer (pinned host memory, cudaMemcpyAsync
-// on copy streams) and the modelled SimTransfer. Contract: every Copy()
-// completes exactly once, returned by Poll() with its tag.
+// on copy streams) and the modelled SimTransfer. Contract (tested over every
+// implementation, tests/engine/transfer_conformance.h): every accepted Copy()
+// completes exactly once, returned by Poll() with its tag; Poll appends to
+// its output; completions may come in any order (copy engines run in
+// parallel); submit_ns <= complete_ns, and nothing is handed over before it
+// completes; a null pointer or a 0-byte copy is InvalidArgument and queues
+// nothing; the source is never written; with delivers_data the destination
+// holds the source bytes.
 // Thread-safety: not thread-safe; one engine thread copies and polls.
 #pragma once
 

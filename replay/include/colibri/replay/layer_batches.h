@@ -20,6 +20,13 @@
 
 namespace colibri::replay {
 
+// One trace record's share of a layer batch: `tokens` consecutive rows of one request.
+struct RecordSpan {
+  uint64_t request_id = 0;
+  uint32_t tokens = 0;
+  std::optional<uint64_t> arrival_ns;  // the request's arrival, when recorded
+};
+
 struct LayerBatch {
   uint64_t pass_id = 0;
   uint32_t layer_index = 0;  // position of the layer in the header's moe_layer_ids
@@ -29,8 +36,11 @@ struct LayerBatch {
   std::vector<float> gate_weights;   // tokens x top_k; 1/top_k each where the trace has none
   std::vector<float> router_logits;  // tokens x experts; empty unless every record has them
   std::vector<float> hidden;         // tokens x hidden_size, fp32; empty unless every record has them
-  std::vector<std::optional<uint64_t>> arrival_ns;  // per record of the batch: its request's arrival, when recorded
+  std::vector<RecordSpan> records;  // the batch's records in order: which rows came from which request
   size_t tokens() const { return rows.size(); }
+  // Empties every field (a new field is reset here too), keeping the vectors'
+  // capacity: a reader that reuses one batch stops allocating once warm.
+  void Clear();
 };
 
 class LayerBatchReader {

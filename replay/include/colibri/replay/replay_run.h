@@ -3,16 +3,19 @@
 // real (io_uring / pread reads of a model's experts.bin, memcpy transfers,
 // CpuCompute, on the real clock: emulation).
 //
-// Pacing: closed loop -- layer batches run in trace order, each as soon as the
-// previous one finished. Before each MoE layer batch, the non-MoE part of the
+// Pacing: closed loop (default) -- layer batches run in trace order, each as
+// soon as the previous one finished; open loop -- requests arrive at their
+// recorded (or an arrival trace's) times and continuous batching forms the
+// forward passes (continuous_batching.h). Before each MoE layer batch, the non-MoE part of the
 // layer (attention, shared experts) runs as a memory-bound pass over the
 // trace's dense bytes for that layer, on the modelled compute device (sim
 // compute only; latencies are then end to end, `moe_only` figures beside).
 //
 // Metrics: per layer batch step times (LatencyHistogram), per request
-// latency (its first batch's start to its last batch's end), time to first
-// token (to the end of its first pass) and time per output token (the mean gap
-// between its later passes' ends), tier hits per lookup, bytes read,
+// latency (from its arrival -- open loop -- or its first batch's start --
+// closed loop -- to its last batch's end), time to first token (to the end of
+// its first pass), time per output token (the mean gap between its later
+// passes' ends), queueing (arrival to first batch), tier hits per lookup, bytes read,
 // queue-full events, per-layer expert load, and the event-log digest (every
 // modelled read, copy and kernel plus every layer batch's end).
 //
@@ -21,18 +24,22 @@
 // model, a shape mismatch), the trace's and the engine's errors, as Status.
 #pragma once
 
+#include <array>
 #include <cstdint>
-#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "colibri/replay/engine_replay.h"
 #include "colibri/replay/latency_histogram.h"
+#include "colibri/sim/event_log.h"
 #include "colibri/sim/hardware.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/stats.h"
 
 namespace colibri::replay {
+
+enum class Pacing { kClosed, kOpen };
 
 struct ReplayConfig {
   std::string trace_path;
@@ -52,6 +59,27 @@ struct ReplayConfig {
   uint32_t hidden = 0;          // the model's hidden size when the trace does not record it (sim compute)
   bool pinned = true;           // host memory pinned for host-to-device copies
   uint64_t seed = 1;
+  sim::EventSink* event_sink = nullptr;  // optional, borrowed: every modelled read, copy, kernel and layer batch as a span
+  Pacing pacing = Pacing::kClosed;
+  // Open loop only:
+  std::string arrivals_path;    // a request-arrival trace; empty: the trace's recorded arrivals
+  double time_scale = 1.0;      // arrivals come time_scale times as fast
+  bool repeat = false;          // cycle the trace's requests over every arrival
+  uint64_t max_arrivals = 0;    // the first N arrivals only; 0 = all
+  uint32_t max_batch = 256;     // requests per forward pass
+};
+
+// Decode passes (forward passes without prefill tokens), summed per pass: for
+// a single-request trace, per decode token (what the capture's .metrics files
+// report per step).
+struct DecodePasses {
+  uint64_t passes = 0;
+  uint64_t tokens = 0;        // tokens at the pass's first MoE layer
+  uint64_t read_bytes = 0;
+  int64_t nvme_read_ns = 0;   // sum over the pass's layer batches of first read submitted -> last completed
+  int64_t compute_ns = 0;     // expert kernels
+  int64_t elapsed_ns = 0;     // layer batches, dense parts included
+  LatencyHistogram read_bytes_per_pass, nvme_read_ns_per_pass, elapsed_ns_per_pass;
 };
 
 struct ReplayResult {
@@ -71,8 +99,18 @@ struct ReplayResult {
   uint64_t reads = 0;
   uint64_t queue_full_events = 0;
   uint64_t staged = 0;
-  std::map<std::string, LatencyHistogram> step_ns;  // per step of the layer batch, plus "dense" and "layer_batch"
+  // Per step of the layer batch (kStepNames), one sample per layer batch.
+  static constexpr std::array<const char*, 8> kStepNames = {
+      "routing", "scheduling", "nvme_read", "host_to_device", "compute", "aggregation", "dense", "layer_batch"};
+  std::array<LatencyHistogram, kStepNames.size()> step_ns;
+  // The histogram of a step by name (one of kStepNames).
+  const LatencyHistogram& step(std::string_view name) const;
   LatencyHistogram request_latency_ns, ttft_ns, tpot_ns;
+  LatencyHistogram queue_ns;      // arrival to the first batch (open loop)
+  DecodePasses decode;
+  bool open_loop = false;
+  uint64_t arrivals_total = 0;    // open loop: arrivals available (before the request count and limits cut them)
+  uint64_t max_pass_requests = 0; // open loop: the most requests one forward pass carried
   std::vector<traces::LoadDeviation> expert_load;   // per MoE layer
   std::string modelled_layout;    // how the expert shape was modelled (dtype, H, I, block bytes)
 };

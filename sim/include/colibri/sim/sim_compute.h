@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "colibri/engine/compute.h"
 #include "colibri/engine/event_loop.h"
@@ -48,10 +49,12 @@ class SimCompute final : public engine::ComputeBackend {
   const engine::ComputeCaps& caps() const override { return caps_; }
   const SimComputeCounters& counters() const { return counters_; }
 
-  // Errors: InvalidArgument for a null layout; Unsupported (naming the profile
-  // and dtype) when the profile has no peak for the weight dtype.
+  // Errors: InvalidArgument for a null layout or an empty shape (hidden or
+  // intermediate 0); Unsupported (naming the profile and dtype) when the
+  // profile has no peak for the weight dtype.
   Status ExpertFfn(const engine::ExpertView& expert, const float* x, size_t tokens, float* y) override;
-  // Errors: Unsupported when the profile has no "fp32" peak.
+  // Errors: InvalidArgument for an empty gate (experts or hidden 0);
+  // Unsupported when the profile has no "fp32" peak.
   Status GateGemv(const float* weight, const float* bias, uint32_t experts, uint32_t hidden, const float* x,
                   size_t tokens, float* logits) override;
 
@@ -68,11 +71,21 @@ class SimCompute final : public engine::ComputeBackend {
   Result<engine::TimeNs> RooflineNs(const char* dtype, uint64_t flops, uint64_t bytes) const;
   // Moves the clock by `cost_ns` and counts the kernel.
   void Run(EventKind kind, size_t tokens, engine::TimeNs cost_ns);
+  // ExpertFfnNs, remembered per token count for the last layout costed (the
+  // engine's experts share one layout): no map lookup or division per kernel.
+  Result<engine::TimeNs> MemoExpertFfnNs(const engine::ExpertLayout& layout, size_t tokens);
 
   const ComputeProfile profile_;
   const SimComputeOptions options_;
   engine::ComputeCaps caps_;
   SimComputeCounters counters_;
+  struct FfnMemo {
+    engine::DType dtype = engine::DType::kFp32;
+    uint32_t hidden = 0;
+    uint32_t intermediate = 0;
+    std::vector<engine::TimeNs> ns;  // [tokens]; 0: not computed yet (a kernel always costs >= 1 ns)
+  };
+  FfnMemo ffn_memo_;
 };
 
 // Errors: InvalidArgument for a missing loop, or a profile with

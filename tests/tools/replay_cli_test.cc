@@ -1,0 +1,89 @@
+// `colibri replay` run as a process on the bundled sample: the same results
+// whatever the number of threads replaying the machines, open-loop pacing
+// from a real arrival trace, the Perfetto timeline, and exit code 2 with a
+// clear message for contradictory flags.
+#include <gtest/gtest.h>
+
+#include "cli_test_util.h"
+
+namespace colibri::cli {
+namespace {
+
+using Json = nlohmann::json;
+using cli_testing::Outcome;
+using traces::testing::TempDir;
+
+const std::string kSample = std::string(COLIBRI_SOURCE_DIR) + "/traces/samples/qwen3-bigmoe.ctrace";
+const std::string kReplay = "replay " + kSample + " --hidden 2048 --l2-bytes 8G ";
+
+class ReplayCliTest : public ::testing::Test {
+ protected:
+  Outcome Colibri(const std::string& args) const { return cli_testing::RunColibri(args, dir_.path()); }
+  TempDir dir_;
+};
+
+// The runs without wall_s (the only field that depends on the machine's load).
+Json Runs(const Outcome& run) {
+  Json runs = run.json()["runs"];
+  for (Json& r : runs) r.erase("wall_s");
+  return runs;
+}
+
+TEST_F(ReplayCliTest, ResultsDoNotDependOnTheNumberOfThreads) {
+  const std::string machines = "--hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe --seed 3 --json";
+  const Outcome one = Colibri(kReplay + machines + " --jobs 1");
+  const Outcome three = Colibri(kReplay + machines + " --jobs 3");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  const Json a = Runs(one), b = Runs(three);
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a[0]["machine"], "h100-p5800x-gen5");
+  EXPECT_EQ(a[2]["machine"], "phone-bigmoe");
+  EXPECT_EQ(a[0]["pacing"]["mode"], "closed");
+}
+
+TEST_F(ReplayCliTest, OpenLoopFromARealArrivalTrace) {
+  const std::string azure = std::string(COLIBRI_SHARED_DATA) + "/azure-llm-2023/AzureLLMInferenceTrace_code.csv";
+  const Outcome run =
+      Colibri(kReplay + "--hw h100-p5800x-gen5 --arrivals " + azure + " --repeat --max-arrivals 12 --max-batch 4 --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json r = run.json()["runs"][0];
+  EXPECT_EQ(r["pacing"]["mode"], "open");
+  EXPECT_EQ(r["pacing"]["arrivals_total"], 8819);
+  EXPECT_EQ(r["requests"], 12);
+  EXPECT_EQ(r["pacing"]["max_pass_requests"], 4);
+  EXPECT_EQ(r["queue_ns"]["samples"], 12);
+  EXPECT_GT(r["throughput"]["tokens_per_s"].get<double>(), 0.0);
+}
+
+TEST_F(ReplayCliTest, TraceEventsFileHasEveryMachine) {
+  const std::string out = dir_.path() + "/timeline.json";
+  const Outcome run = Colibri(kReplay + "--hw h100-p5800x-gen5 --hw phone-bigmoe --trace-events " + out + " --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json timeline = Json::parse(traces::testing::ReadFileBytes(out));
+  int processes = 0;
+  uint64_t read_bytes = 0;
+  for (const Json& e : timeline["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") ++processes;
+    if (e["ph"] == "X" && e["cat"] == "nvme") read_bytes += e["args"]["bytes"].get<uint64_t>();
+  }
+  EXPECT_EQ(processes, 2);
+  const Json runs = run.json()["runs"];
+  EXPECT_EQ(read_bytes, runs[0]["read_bytes"].get<uint64_t>() + runs[1]["read_bytes"].get<uint64_t>());
+}
+
+TEST_F(ReplayCliTest, ContradictoryFlagsExitTwoWithAMessage) {
+  const Outcome open = Colibri(kReplay + "--hw h100-p5800x-gen5 --pacing open");
+  EXPECT_EQ(open.exit_code, 2);
+  EXPECT_NE(open.err.find("--arrivals"), std::string::npos) << open.err;
+  const Outcome scale = Colibri(kReplay + "--hw h100-p5800x-gen5 --time-scale 2");
+  EXPECT_EQ(scale.exit_code, 2);
+  EXPECT_NE(scale.err.find("--pacing open"), std::string::npos) << scale.err;
+  const Outcome timeline = Colibri(kReplay + "--hw h100-p5800x-gen5 --jobs 2 --trace-events " + dir_.path() + "/t.json");
+  EXPECT_EQ(timeline.exit_code, 2);
+  EXPECT_NE(timeline.err.find("--jobs 1"), std::string::npos) << timeline.err;
+}
+
+}  // namespace
+}  // namespace colibri::cli
