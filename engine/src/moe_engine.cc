@@ -166,10 +166,11 @@ class MoeEngine::Batch {
     const uint32_t experts = e_.model_.experts;
     BatchScratch& s = *e_.scratch_;
     uint32_t* count_of = s.count_of.data();  // all zero here
+    size_t distinct = 0;
     for (size_t a = 0; a < n; ++a) {
       const uint32_t id = ids[a];
       if (id < experts) {
-        ++count_of[id];
+        distinct += count_of[id]++ == 0;
       } else if (id != kDroppedExpert) {
         for (size_t b = 0; b < a; ++b) {
           if (ids[b] < experts) --count_of[ids[b]];  // back to all zero
@@ -178,17 +179,21 @@ class MoeEngine::Batch {
                                        std::to_string(experts) + " experts)");
       }
     }
-    // count_of[id] becomes the expert's next place in `assignments`.
+    // Works are written through a pointer into the sized vector (no push_back
+    // per expert); count_of[id] becomes the expert's next place in `assignments`.
+    works_.resize(distinct + 1);  // + 1: the branch-free scan below writes one past the last work
+    Work* out = works_.data();
     uint32_t first = 0;
-    auto add_work = [&](uint32_t id) {
-      const uint32_t count = count_of[id];
-      works_.push_back(Work{id, first, first + count, false, false, nullptr, -1, -1, nullptr});
-      count_of[id] = first;
-      first += count;
-    };
-    if (n * 4 >= experts) {  // a large batch: scan every expert
+    if (n * 4 >= experts) {  // a large batch: scan every expert, without a branch per expert
       for (uint32_t id = 0; id < experts; ++id) {
-        if (count_of[id] > 0) add_work(id);
+        const uint32_t count = count_of[id];
+        const uint32_t present = count != 0;
+        out->expert = id;
+        out->first = first;
+        out->end = first + count;
+        count_of[id] = first & (0u - present);  // stays 0 for an absent expert
+        first += count;
+        out += present;
       }
     } else {  // a few ids: a bitmap of them, walked in ascending order
       for (size_t a = 0; a < n; ++a) {
@@ -196,10 +201,18 @@ class MoeEngine::Batch {
       }
       for (size_t word = 0; word < s.present.size(); ++word) {
         for (uint64_t bits = std::exchange(s.present[word], 0); bits != 0; bits &= bits - 1) {
-          add_work(static_cast<uint32_t>(word * 64 + static_cast<size_t>(std::countr_zero(bits))));
+          const auto id = static_cast<uint32_t>(word * 64 + static_cast<size_t>(std::countr_zero(bits)));
+          const uint32_t count = count_of[id];
+          out->expert = id;
+          out->first = first;
+          out->end = first + count;
+          count_of[id] = first;
+          first += count;
+          ++out;
         }
       }
     }
+    works_.pop_back();
     if (s.assignments.size() < first) s.assignments.resize(first);
     uint32_t* assignments = s.assignments.data();
     for (size_t a = 0; a < n; ++a) {

@@ -111,15 +111,9 @@ bool ContinuousBatcher::NextLayerBatch(LayerBatch* batch) {
     FinishPass();
     return false;
   }
+  batch->Clear();
   batch->pass_id = pass_count_ - 1;
   batch->layer_index = *layer;
-  batch->prefill = false;
-  batch->rows.clear();
-  batch->expert_ids.clear();
-  batch->gate_weights.clear();
-  batch->router_logits.clear();
-  batch->hidden.clear();
-  batch->records.clear();
   for (size_t m = 0; m < members_.size(); ++m) {
     while (store_->Layer(cursors_[m]) == layer) store_->AppendSegment(&cursors_[m], members_[m], batch);
   }

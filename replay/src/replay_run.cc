@@ -264,9 +264,13 @@ class Metrics {
   }
 
   void Touch(uint64_t request, uint64_t pass, engine::TimeNs start, engine::TimeNs end) {
-    auto [it, fresh] = requests_.try_emplace(request);
-    RequestTimes& t = it->second;
-    if (fresh) t.start = start;
+    if (last_ == nullptr || request != last_request_) {  // map nodes are stable: keep the last one
+      auto [it, fresh] = requests_.try_emplace(request);
+      if (fresh) it->second.start = start;
+      last_ = &it->second;
+      last_request_ = request;
+    }
+    RequestTimes& t = *last_;
     if (t.passes == 0) {
       t.first_batch = start;
       t.pass = pass;
@@ -281,6 +285,8 @@ class Metrics {
 
   std::vector<std::vector<uint64_t>> loads_;
   std::map<uint64_t, RequestTimes> requests_;  // ordered: deterministic iteration
+  RequestTimes* last_ = nullptr;               // the last request touched
+  uint64_t last_request_ = 0;
   bool pass_open_ = false;  // the decode pass being summed
   uint64_t pass_id_ = 0;
   uint64_t pass_read_bytes_ = 0;
@@ -306,9 +312,11 @@ class Runner {
                      shape_.dense_bytes[batch.layer_index]);
     }
     engine::LayerBatchReport report;
-    COLIBRI_RETURN_IF_ERROR(replayer_->Run(batch, &report).WithPrefix(
-        c_.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
-        std::to_string(batch.layer_index)));
+    const Status run = replayer_->Run(batch, &report);
+    if (!run.ok()) {
+      return run.WithPrefix(c_.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
+                            std::to_string(batch.layer_index));
+    }
     const engine::TimeNs end = loop.Now();
     rig_->log.Append(start, end, sim::EventKind::kLayerBatch, batch.layer_index, batch.tokens());
     metrics_.Add(batch, report, start, dense_ns, end, out);
