@@ -33,15 +33,54 @@ class StorageEventSource final : public EventSource {
 // The tier's cache, or null when its pool is empty (the tier is disabled; the
 // policy name is still checked). The cache's byte budget is exactly the pool's
 // slots, so "fits" means "a slot is free".
-Result<std::unique_ptr<ExpertCache>> MakeTier(const std::string& policy, const SlabPool& pool, uint32_t layers) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p,
-                           MakeCachePolicy(policy, CachePolicyOptions{pool.total_bytes(), layers}));
+// A tier's cache over `pool`: its byte budget is the pool's whole slots, or,
+// with per-layer expert sizes, `budget_bytes` itself.
+Result<std::unique_ptr<ExpertCache>> MakeTier(const std::string& policy, const SlabPool& pool, uint64_t budget_bytes,
+                                              bool per_layer_sizes, uint32_t layers) {
+  const uint64_t budget = per_layer_sizes ? budget_bytes : pool.total_bytes();
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p, MakeCachePolicy(policy, CachePolicyOptions{budget, layers}));
   if (pool.slot_count() == 0) return std::unique_ptr<ExpertCache>();
   return std::make_unique<ExpertCache>(std::move(p), CacheMode::kHardBudget);
 }
 
+// The bytes of a tier's pool: the budget, or, with per-layer expert sizes, as
+// many whole blocks as experts of the smallest layer fit in the budget (the
+// cache keeps the byte budget; the pool only needs a slot per entry).
+uint64_t PoolBytes(uint64_t budget_bytes, uint64_t block_bytes, uint64_t smallest_bytes) {
+  if (smallest_bytes == block_bytes || budget_bytes < smallest_bytes) return budget_bytes;
+  return budget_bytes / smallest_bytes * block_bytes;
+}
+
+// Per-layer expert sizes: one per layer, each a positive multiple of the
+// alignment no larger than the block, and only where storage models time
+// (a partial block of real weights would be computed on).
+Status CheckLayerExpertBytes(const EngineModel& m, const EngineBackends& b) {
+  if (m.layer_expert_bytes.empty()) return Status::Ok();
+  if (m.layer_expert_bytes.size() != m.moe_layers) {
+    return Status::InvalidArgument("engine model: layer_expert_bytes must hold one size per MoE layer");
+  }
+  if (b.storage->caps().delivers_data) {
+    return Status::InvalidArgument("engine model: per-layer expert sizes need storage that only models time");
+  }
+  const uint32_t alignment = b.storage->caps().alignment_bytes;
+  for (uint64_t bytes : m.layer_expert_bytes) {
+    if (bytes == 0 || bytes > m.layout.block_bytes || bytes % alignment != 0) {
+      return Status::InvalidArgument("engine model: layer expert size " + std::to_string(bytes) +
+                                     " must be a positive multiple of " + std::to_string(alignment) + " up to the block (" +
+                                     std::to_string(m.layout.block_bytes) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 // A compute backend that reads expert data needs backends that deliver it.
 Status CheckDataFlow(const EngineBackends& b, const EngineOptions& options) {
+  if (options.l1_bytes > 0 && b.transfer->caps().delivers_data && !b.storage->caps().delivers_data) {
+    return Status::InvalidArgument(std::string("transfer backend '") + b.transfer->caps().name +
+                                   "' copies expert bytes, but storage backend '" + b.storage->caps().name +
+                                   "' only models time: there are none to copy (use a modelled transfer, real "
+                                   "storage, or an L1 budget of 0)");
+  }
   if (!b.compute->caps().reads_data) return Status::Ok();
   if (!b.storage->caps().delivers_data) {
     return Status::InvalidArgument(std::string("compute backend '") + b.compute->caps().name +
@@ -239,7 +278,7 @@ class MoeEngine::Batch {
   int64_t Admit(ExpertCache* cache, SlabPool* pool, std::vector<int64_t>* slot_of, const Work& w) {
     if (cache == nullptr) return -1;
     evicted_.clear();
-    if (!cache->Insert(Key(w), e_.model_.layout.block_bytes, &evicted_)) return -1;
+    if (!cache->Insert(Key(w), e_.ExpertBytes(layer_), &evicted_)) return -1;
     for (ExpertKey victim : evicted_) {
       int64_t& slot = (*slot_of)[static_cast<size_t>(LayerIndexOf(victim)) * e_.model_.experts + ExpertOf(victim)];
       pool->Release(static_cast<uint32_t>(slot));
@@ -297,7 +336,7 @@ class MoeEngine::Batch {
     const Work& w = works_[i];
     ReadRequest request;
     request.offset = e_.model_.expert_offsets[Index(w.expert)];
-    request.bytes = e_.model_.layout.block_bytes;
+    request.bytes = e_.ExpertBytes(layer_);
     request.buffer = const_cast<std::byte*>(w.read_into);
     request.tag = i;
     if (reads_submitted_++ == 0) first_read_submit_ = e_.backends_.loop->Now();
@@ -329,7 +368,7 @@ class MoeEngine::Batch {
       return Status::Ok();
     }
     std::byte* device = e_.l1_pool_->SlotData(static_cast<uint32_t>(w.l1_slot));
-    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Copy(device, host, e_.model_.layout.block_bytes, i));
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Copy(device, host, e_.ExpertBytes(layer_), i));
     copies_.clear();
     COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Poll(true, &copies_));
     for (const TransferCompletion& c : copies_) {
@@ -500,20 +539,28 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   }
   if (options.staging_slots == 0) return Status::InvalidArgument("staging_slots must be at least 1");
   COLIBRI_RETURN_IF_ERROR(CheckDataFlow(backends, options));
+  COLIBRI_RETURN_IF_ERROR(CheckLayerExpertBytes(model, backends));
+  const bool per_layer_sizes = !model.layer_expert_bytes.empty();
+  const uint64_t smallest =
+      per_layer_sizes ? *std::min_element(model.layer_expert_bytes.begin(), model.layer_expert_bytes.end()) : block;
   std::unique_ptr<MoeEngine> engine(new MoeEngine(std::move(model), options, backends));
   MoeEngine& e = *engine;
   e.moves_data_ = backends.compute->caps().reads_data;
-  COLIBRI_ASSIGN_OR_RETURN(e.l1_pool_, backends.transfer->CreateDevicePool(options.l1_bytes, block));
+  COLIBRI_ASSIGN_OR_RETURN(e.l1_pool_,
+                           backends.transfer->CreateDevicePool(PoolBytes(options.l1_bytes, block, smallest), block));
   COLIBRI_RETURN_IF_ERROR(e.l1_pool_ ? Status::Ok() : Status::Internal("no L1 pool"));
   const bool host_data = backends.storage->caps().delivers_data;
-  auto l2 = host_data ? SlabPool::Create(options.l2_bytes, block) : SlabPool::CreateReserved(options.l2_bytes, block);
+  const uint64_t l2_pool_bytes = PoolBytes(options.l2_bytes, block, smallest);
+  auto l2 = host_data ? SlabPool::Create(l2_pool_bytes, block) : SlabPool::CreateReserved(l2_pool_bytes, block);
   if (!l2.ok()) return l2.status().WithPrefix("--l2-bytes");
   e.l2_pool_ = std::move(l2).value();
   const uint64_t staging_bytes = options.staging_slots * block;
   COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, host_data ? SlabPool::Create(staging_bytes, block)
                                                       : SlabPool::CreateReserved(staging_bytes, block));
-  COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_, MakeTier(options.l1_policy, *e.l1_pool_, e.model_.moe_layers));
-  COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_, MakeTier(options.l2_policy, *e.l2_pool_, e.model_.moe_layers));
+  COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_, MakeTier(options.l1_policy, *e.l1_pool_, options.l1_bytes, per_layer_sizes,
+                                                 e.model_.moe_layers));
+  COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_, MakeTier(options.l2_policy, *e.l2_pool_, options.l2_bytes, per_layer_sizes,
+                                                 e.model_.moe_layers));
   const size_t entries = static_cast<size_t>(e.model_.moe_layers) * e.model_.experts;
   e.l1_slot_of_.assign(entries, -1);
   e.l2_slot_of_.assign(entries, -1);

@@ -1,5 +1,6 @@
 #include "colibri/replay/replay_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <iterator>
 #include <map>
@@ -99,6 +100,12 @@ Result<engine::EngineModel> ModelledEngineModel(const traces::ModelShape& shape,
   for (uint64_t i = 0; i < static_cast<uint64_t>(m.moe_layers) * m.experts; ++i) {
     m.expert_offsets.push_back(i * m.layout.block_bytes);
   }
+  // Layers whose experts differ in size (mixed quantisation) read and cache their own size.
+  for (uint64_t bytes : shape.expert_bytes) m.layer_expert_bytes.push_back(RoundUp(bytes, kBlockAlignmentBytes));
+  const bool uniform = std::all_of(m.layer_expert_bytes.begin(), m.layer_expert_bytes.end(),
+                                   [&](uint64_t bytes) { return bytes == m.layout.block_bytes; });
+  if (uniform || m.layer_expert_bytes.size() != m.moe_layers) m.layer_expert_bytes.clear();
+  if (!m.layer_expert_bytes.empty()) *note += ", per-layer expert sizes";
   return m;
 }
 

@@ -122,6 +122,37 @@ TEST_F(ReplayRunTest, ReplayOfARecordedRunMakesTheEngineSCacheDecisions) {
   EXPECT_GT(l1.lookups, l1.hits);
 }
 
+TEST_F(ReplayRunTest, LayersWithSmallerExpertsReadAndCacheTheirOwnSize) {
+  testing::TestTrace t{1, 6, 0, 8, std::nullopt, false};
+  t.layer1_expert_bytes = 98304;  // half the first layer's
+  ReplayConfig c = Config(Write("mixed.ctrace", t), "serial-h100");
+  auto all_miss = RunReplay(c);
+  ASSERT_TRUE(all_miss.ok()) << all_miss.status().message();
+  EXPECT_EQ(all_miss.value().read_bytes, 6u * 2 * (196608 + 98304));  // passes x top-k x both layers' sizes
+  EXPECT_NE(all_miss.value().modelled_layout.find("per-layer expert sizes"), std::string::npos);
+  // An L2 of 2 first-layer + 2 second-layer experts (the union of a batch is 2): with one
+  // block size for all, it would hold 2 experts; with each layer's own size, 3 x 98,304 more fit.
+  c.l2_bytes = 2 * 196608 + 2 * 98304;
+  auto own = RunReplay(c);
+  t.layer1_expert_bytes = testing::kTestExpertBytes;
+  ReplayConfig uniform = Config(Write("uniform.ctrace", t), "serial-h100");
+  uniform.l2_bytes = c.l2_bytes;
+  auto same = RunReplay(uniform);
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  ASSERT_TRUE(same.ok());
+  EXPECT_GT(own.value().l2.hits, same.value().l2.hits);
+  EXPECT_EQ(own.value().l2.lookups, same.value().l2.lookups);
+}
+
+TEST_F(ReplayRunTest, CopyingBytesThatStorageNeverDeliveredIsAnError) {
+  ReplayConfig c = Config(WriteTrace(2, 4), "h100-p5800x-gen5");
+  c.transfer = "cpu";
+  c.l1_bytes = 4 * testing::kTestExpertBytes;
+  auto r = RunReplay(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("only models time"), std::string::npos) << r.status().message();
+}
+
 TEST_F(ReplayRunTest, RealBackendsNeedAModel) {
   ReplayConfig c = Config(WriteTrace(2, 4), "cpu-local");
   c.storage = "uring";

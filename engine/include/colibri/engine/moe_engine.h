@@ -20,7 +20,8 @@
 // transfer caps delivers_data = false, compute caps reads_data = false) the
 // pools only reserve address space, and expert inputs are neither gathered nor
 // aggregated: `out` is not written. A compute backend that reads data needs
-// storage (and, with an L1 tier, a transfer) that delivers it.
+// storage (and, with an L1 tier, a transfer) that delivers it; a transfer
+// that copies bytes (with an L1 tier) needs storage that delivers them.
 //
 // Invariant (tested): the output is bit-identical whatever the budgets,
 // policies, queue depth or completion order, for a given compute backend:
@@ -55,6 +56,12 @@ struct EngineModel {
   uint32_t top_k = 0;
   ExpertLayout layout;                   // the same for every expert
   std::vector<uint64_t> expert_offsets;  // [layer_index x experts + expert]: byte offset in the experts file
+  // Optional, modelled storage only: per MoE layer, the bytes of one expert
+  // (read, copied and counted against the budgets; each a multiple of the
+  // storage alignment, at most layout.block_bytes). Empty: block_bytes for all.
+  // Pools then hold a block-sized slot for every expert of the smallest layer
+  // the budget fits; the budgets themselves are kept in bytes.
+  std::vector<uint64_t> layer_expert_bytes;
   // Router, for Forward(): per layer, experts x hidden fp32 weights and an
   // optional bias (borrowed: they must outlive the engine).
   std::vector<const float*> gate_weights;
@@ -123,6 +130,10 @@ class MoeEngine {
                  LayerBatchReport* report = nullptr);
 
   const EngineModel& model() const { return model_; }
+  // The bytes of one expert of MoE layer `layer_index` (read, copied, counted against the budgets).
+  uint64_t ExpertBytes(uint32_t layer_index) const {
+    return model_.layer_expert_bytes.empty() ? model_.layout.block_bytes : model_.layer_expert_bytes[layer_index];
+  }
   // Whether the compute backend reads data (inputs gathered, outputs aggregated).
   bool moves_data() const { return moves_data_; }
   // Replaces the observer (null: none); e.g. a recorder made after the engine.
