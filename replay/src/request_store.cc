@@ -27,7 +27,7 @@ Result<RequestStore> RequestStore::Load(LayerBatchReader* batches, const traces:
     store.hidden_everywhere_ = store.hidden_everywhere_ && !batch.hidden.empty();
     if (!store.hidden_everywhere_) store.hidden_.clear();
     if (!store.logits_everywhere_) store.router_logits_.clear();
-    if (store.hidden_everywhere_) store.hidden_size_ = batch.hidden.size() / batch.tokens();
+    if (store.hidden_everywhere_ && batch.tokens() > 0) store.hidden_size_ = batch.hidden.size() / batch.tokens();
     size_t first_row = 0;
     for (const RecordSpan& span : batch.records) {
       const auto [it, fresh] = index_of.try_emplace(span.request_id, store.requests_.size());
