@@ -189,6 +189,7 @@ class MoeEngine::Batch {
     report->step_ns.compute = compute_ns_;
     report->step_ns.total = end - start;
     report->read_bytes = read_bytes_;
+    report->read_latency_sum_ns = read_latency_sum_ns_;
     report->staged = staged_;
     return Status::Ok();
   }
@@ -345,6 +346,7 @@ class MoeEngine::Batch {
 
   void OnReadDone(const ReadCompletion& c) {
     last_read_done_ = std::max(last_read_done_, c.complete_ns);
+    read_latency_sum_ns_ += c.complete_ns - c.submit_ns;
     if (!c.status.ok()) {
       if (failure_.ok()) failure_ = c.status.WithPrefix("reading expert " + std::to_string(works_[c.tag].expert) +
                                                        " of MoE layer " + std::to_string(layer_));
@@ -509,6 +511,7 @@ class MoeEngine::Batch {
   TimeNs first_read_submit_ = 0;
   TimeNs last_read_done_ = 0;
   TimeNs copy_ns_ = 0;
+  TimeNs read_latency_sum_ns_ = 0;
   TimeNs compute_ns_ = 0;
 };
 

@@ -256,6 +256,7 @@ class Metrics {
     pass_elapsed_ns_ += elapsed_ns;
     out->decode.read_bytes += r.read_bytes;
     out->decode.nvme_read_ns += r.step_ns.nvme_read;
+    out->decode.read_latency_ns += r.read_latency_sum_ns;
     out->decode.compute_ns += r.step_ns.compute;
     out->decode.elapsed_ns += elapsed_ns;
   }

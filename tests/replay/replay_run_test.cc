@@ -71,6 +71,9 @@ TEST_F(ReplayRunTest, AllMissTimePerTokenIsTheHandComputedSum) {
   EXPECT_EQ(r.value().elapsed_ns, passes * token_ns);
   EXPECT_EQ(r.value().tpot_ns.max(), token_ns);
   EXPECT_EQ(r.value().read_bytes, static_cast<uint64_t>(passes) * 4 * 196608);
+  EXPECT_EQ(r.value().decode.passes, static_cast<uint64_t>(passes));
+  EXPECT_EQ(r.value().decode.read_latency_ns, passes * 4 * read_ns);  // one read at a time: no queueing
+  EXPECT_EQ(r.value().decode.nvme_read_ns, passes * 2 * (2 * read_ns + ffn_ns.value()));  // read, compute, read per layer
   EXPECT_EQ(r.value().served, 0u);
 }
 

@@ -68,6 +68,7 @@ Json DecodeJson(const replay::DecodePasses& d) {
               {"tokens", d.tokens},
               {"read_bytes", d.read_bytes},
               {"nvme_read_ns", d.nvme_read_ns},
+              {"read_latency_ns", d.read_latency_ns},
               {"compute_ns", d.compute_ns},
               {"elapsed_ns", d.elapsed_ns},
               {"read_bytes_per_pass", HistogramJson(d.read_bytes_per_pass)},

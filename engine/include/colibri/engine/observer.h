@@ -52,6 +52,7 @@ struct LayerBatchReport {
   uint32_t nvme_reads = 0;        // misses of both tiers
   uint32_t staged = 0;            // experts streamed through a staging slot (a tier could not admit them)
   uint64_t read_bytes = 0;
+  TimeNs read_latency_sum_ns = 0;  // sum over the batch's reads of submit -> complete (queueing included)
   uint32_t dropped_assignments = 0;  // (token, slot) pairs dropped by expert capacity
   StepTimes step_ns;
 };

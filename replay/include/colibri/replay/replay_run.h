@@ -77,6 +77,7 @@ struct DecodePasses {
   uint64_t tokens = 0;        // tokens at the pass's first MoE layer
   uint64_t read_bytes = 0;
   int64_t nvme_read_ns = 0;   // sum over the pass's layer batches of first read submitted -> last completed
+  int64_t read_latency_ns = 0;  // sum over every read of submit -> complete (as if each read had its own lane)
   int64_t compute_ns = 0;     // expert kernels
   int64_t elapsed_ns = 0;     // layer batches, dense parts included
   LatencyHistogram read_bytes_per_pass, nvme_read_ns_per_pass, elapsed_ns_per_pass;
