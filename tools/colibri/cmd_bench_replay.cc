@@ -37,6 +37,7 @@
 #include "colibri/traces/reader.h"
 #include "colibri/traces/synth.h"
 #include "commands.h"
+#include "latency_json.h"
 
 namespace colibri::cli {
 namespace {
@@ -285,14 +286,13 @@ Result<Json> ReplayInChild(const replay::ReplayConfig& config) {
       ChildOutcome child, RunInChild(
                               [&]() -> Result<Json> {
                                 COLIBRI_ASSIGN_OR_RETURN(replay::ReplayResult r, replay::RunReplay(config));
-                                const double hit_pct = r.lookups == 0 ? 0.0 : 100.0 * r.served / r.lookups;
                                 return Json{{"steps", r.steps},
                                             {"layer_batches", r.layer_batches},
                                             {"requests", r.requests},
                                             {"events", r.events},
                                             {"event_digest", r.event_digest},
                                             {"reads", r.reads},
-                                            {"hit_pct_cum", hit_pct},
+                                            {"hit_pct_cum", Pct(r.served, r.lookups)},
                                             {"simulated_ns", r.elapsed_ns},
                                             {"wall_s", r.wall_s},
                                             {"steps_per_s", static_cast<double>(r.steps) / r.wall_s},
