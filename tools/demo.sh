@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Colibri demo: builds the `colibri` binary (default preset) and walks through
 # the trace tools on the bundled sample, a real Qwen3-30B-A3B routing trace,
-# the engine on a small synthetic model, and a replay on modelled machines.
+# the engine on a small synthetic model, and a replay on modelled machines;
+# the runs land in the run store (./colibri-runs.db, or $COLIBRI_DB), and the
+# demo ends with a comparison of them, a CI gate and an HTML report.
 # Idempotent; needs no GPU and no network once the Debian packages are there.
 #
 # To extend it, write a demo_* function below and add it to DEMOS.
@@ -71,6 +73,7 @@ demo_engine() {
 demo_replay() {
   show "Replay the sample on three modelled machines (8 GiB L2; the trace records no hidden size: Qwen3-30B-A3B's 2048)" \
     "$colibri" replay "$sample" --hidden 2048 --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe
+  closed_loop_ids=$("$colibri" runs list --json | python3 -c 'import json,sys; print(" ".join(str(r["run_id"]) for r in json.load(sys.stdin)["runs"][:3][::-1]))')
   local azure=../shared/data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
   if [[ -f $azure ]]; then
     show "Open loop: the sample's request arriving at the first 64 times of Azure's conversation trace, continuous batching" \
@@ -79,7 +82,18 @@ demo_replay() {
   fi
 }
 
-DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine demo_replay)
+demo_report() {
+  read -r h100 a100 phone <<<"$closed_loop_ids"
+  show "Compare the stored closed-loop runs (baseline: the H100 machine; * marks the best)" \
+    "$colibri" report compare "$h100" "$a100" "$phone"
+  show "CI gate: may the A100 machine's request P99 be at most 25% above the H100's, with identical routing?" \
+    "$colibri" report gate --baseline "$h100" --candidate "$a100" --max-p99-regression 25 --require-identical-routing
+  show "HTML report (latency CDFs, expert-load heat maps, hit rate over time)" \
+    "$colibri" report compare "$h100" "$a100" "$phone" --format html -o "$root/build/colibri-report.html"
+  printf 'Open %s in a browser. Stored runs: %s runs list\n' "$root/build/colibri-report.html" "$colibri"
+}
+
+DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine demo_replay demo_report)
 
 build
 for demo in "${DEMOS[@]}"; do

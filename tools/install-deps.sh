@@ -12,6 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   libzstd-dev nlohmann-json3-dev libssl-dev
   ccache libopenblas-dev fio zstd
+  chromium python3
 )
 
 missing=()

@@ -10,6 +10,7 @@
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/replay/continuous_batching.h"
 #include "colibri/replay/request_store.h"
+#include "colibri/reports/run_recording.h"
 #include "colibri/traces/arrivals.h"
 #include "colibri/engine/dtype.h"
 #include "colibri/engine/model.h"
@@ -191,7 +192,11 @@ struct RequestTimes {
 // Accumulates one replay's metrics, batch by batch.
 class Metrics {
  public:
-  Metrics(uint32_t layers, uint32_t experts) : loads_(layers, std::vector<uint64_t>(experts, 0)) {}
+  Metrics(uint32_t layers, uint32_t experts, uint64_t raw_step_samples_cap)
+      : loads_(layers, std::vector<uint64_t>(experts, 0)), raw_step_samples_cap_(raw_step_samples_cap) {}
+
+  // The run's clock starts at `at` (the hit-rate series counts from there).
+  void Start(engine::TimeNs at) { run_start_ = at; }
 
   // Open loop: the request arrived at `at` (its latencies count from there).
   void Arrive(uint64_t request, engine::TimeNs at) { requests_[request].start = at; }
@@ -202,7 +207,7 @@ class Metrics {
     const engine::TimeNs steps[] = {s.routing, s.scheduling,  s.nvme_read, s.host_to_device,
                                     s.compute, s.aggregation, dense_ns,    end - start};
     static_assert(std::size(steps) == ReplayResult::kStepNames.size());
-    for (size_t i = 0; i < std::size(steps); ++i) out->step_ns[i].Add(steps[i]);
+    reports::AddStepSamples(out->step_ns.data(), steps, std::size(steps), out->layer_batches, raw_step_samples_cap_);
     out->moe_ns += s.total;
     out->steps += batch.tokens();
     ++out->layer_batches;
@@ -212,7 +217,10 @@ class Metrics {
     if (!batch.prefill) {
       out->lookups_decode += r.distinct_experts;
       out->served_decode += served;
+      out->l1_hits_decode += r.l1_hits;
+      out->l2_hits_decode += r.l2_hits;
     }
+    hit_rate_.Add(out->layer_batches, end - run_start_, out->lookups, out->served);
     out->staged += r.staged;
     if (!batch.prefill) AddDecode(batch, r, end - start, out);
     std::vector<uint64_t>& load = loads_[batch.layer_index];
@@ -238,6 +246,8 @@ class Metrics {
       ++out->requests;
     }
     for (const auto& layer : loads_) out->expert_load.push_back(traces::ComputeLoadDeviation(layer));
+    out->expert_load_counts = loads_;
+    out->hit_rate = hit_rate_.points();
   }
 
  private:
@@ -292,6 +302,9 @@ class Metrics {
   }
 
   std::vector<std::vector<uint64_t>> loads_;
+  uint64_t raw_step_samples_cap_;
+  reports::HitRateSeries hit_rate_;
+  engine::TimeNs run_start_ = 0;
   std::map<uint64_t, RequestTimes> requests_;  // ordered: deterministic iteration
   RequestTimes* last_ = nullptr;               // the last request touched
   uint64_t last_request_ = 0;
@@ -306,7 +319,9 @@ class Runner {
  public:
   Runner(const ReplayConfig& c, const traces::ModelShape& shape, Rig* rig, EngineReplayer* replayer)
       : c_(c), shape_(shape), rig_(rig), replayer_(replayer),
-        metrics_(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer) {}
+        metrics_(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer, c.raw_step_samples_cap) {
+    metrics_.Start(rig->loop->Now());
+  }
 
   // The dense part of the layer (modelled compute), then the MoE layer batch on the engine.
   Status RunBatch(const LayerBatch& batch, ReplayResult* out) {
@@ -379,9 +394,24 @@ class Runner {
   Metrics metrics_;
 };
 
+// Recompute mode with routing_out: a recorder of the routing the engine computes.
+Result<std::unique_ptr<TraceRecorder>> RoutingRecorder(const ReplayConfig& c, const traces::ModelShape& shape) {
+  if (c.routing_out.empty()) return std::unique_ptr<TraceRecorder>();
+  if (c.routing != RoutingMode::kRecompute) {
+    return Status::InvalidArgument("routing_out: only a recomputing replay writes its routing (the recorded "
+                                   "routing is the input trace)");
+  }
+  traces::ModelShape recorded = shape;
+  recorded.hidden_dtype = traces::HiddenDtype::kNone;
+  traces::Provenance provenance;
+  provenance.importer = "colibri replay --routing recompute";
+  provenance.notes = "the routing recomputed from " + c.trace_path;
+  return TraceRecorder::Create(c.routing_out, std::move(recorded), std::move(provenance), RecorderOptions{});
+}
+
 }  // namespace
 
-const LatencyHistogram& ReplayResult::step(std::string_view name) const {
+const reports::Samples& ReplayResult::step(std::string_view name) const {
   for (size_t i = 0; i < kStepNames.size(); ++i) {
     if (name == kStepNames[i]) return step_ns[i];
   }
@@ -393,7 +423,9 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   const traces::ModelShape& shape = reader->header().shape;
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, BuildRig(c, shape));
   rig->log.set_sink(c.event_sink);
-  COLIBRI_ASSIGN_OR_RETURN(EngineReplayer replayer, EngineReplayer::Create(rig->engine.get(), shape, c.routing, nullptr));
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceRecorder> recorder, RoutingRecorder(c, shape));
+  COLIBRI_ASSIGN_OR_RETURN(EngineReplayer replayer,
+                           EngineReplayer::Create(rig->engine.get(), shape, c.routing, recorder.get()));
   ReplayResult out;
   out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
   out.modelled_layout = rig->modelled_layout;
@@ -403,6 +435,7 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   const engine::TimeNs run_start = rig->loop->Now();
   LayerBatchReader batches(reader.get());
   COLIBRI_RETURN_IF_ERROR(out.open_loop ? runner.RunOpenLoop(&batches, &out) : runner.RunClosedLoop(&batches, &out));
+  if (recorder != nullptr) COLIBRI_RETURN_IF_ERROR(recorder->Close().WithPrefix(c.routing_out));
   out.elapsed_ns = rig->loop->Now() - run_start;
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   runner.Finish(&out);

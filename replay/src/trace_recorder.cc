@@ -20,17 +20,24 @@ traces::ModelShape TraceShapeOfModel(const engine::ModelConfig& config, bool wit
 Result<std::unique_ptr<TraceRecorder>> TraceRecorder::Create(const std::string& path, const engine::ModelConfig& config,
                                                              traces::Provenance provenance,
                                                              const RecorderOptions& options) {
+  return Create(path, TraceShapeOfModel(config, options.hidden), std::move(provenance), options);
+}
+
+Result<std::unique_ptr<TraceRecorder>> TraceRecorder::Create(const std::string& path, traces::ModelShape shape,
+                                                             traces::Provenance provenance,
+                                                             const RecorderOptions& options) {
   traces::TraceHeader header;
-  header.shape = TraceShapeOfModel(config, options.hidden);
+  std::vector<uint32_t> layer_ids = shape.moe_layer_ids;
+  header.shape = std::move(shape);
   header.provenance = std::move(provenance);
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceWriter> writer,
                            traces::TraceWriter::Create(path, std::move(header), options.writer));
-  return std::unique_ptr<TraceRecorder>(new TraceRecorder(std::move(writer), config, options));
+  return std::unique_ptr<TraceRecorder>(new TraceRecorder(std::move(writer), std::move(layer_ids), options));
 }
 
-TraceRecorder::TraceRecorder(std::unique_ptr<traces::TraceWriter> writer, const engine::ModelConfig& config,
+TraceRecorder::TraceRecorder(std::unique_ptr<traces::TraceWriter> writer, std::vector<uint32_t> layer_ids,
                              const RecorderOptions& options)
-    : writer_(std::move(writer)), layer_ids_(config.layer_ids), options_(options) {}
+    : writer_(std::move(writer)), layer_ids_(std::move(layer_ids)), options_(options) {}
 
 void TraceRecorder::BeginPass(uint64_t pass_id, bool prefill, std::vector<BatchRow> rows) {
   pass_id_ = pass_id;

@@ -229,7 +229,7 @@ TEST_F(ContinuousBatchingTest, OpenLoopIsDeterministicAndIndependentOfRecordOrde
   ASSERT_TRUE(other_order.ok());
   EXPECT_EQ(a.value().event_digest, b.value().event_digest);
   EXPECT_EQ(a.value().event_digest, other_order.value().event_digest);
-  EXPECT_EQ(a.value().ttft_ns.Percentile(99), other_order.value().ttft_ns.Percentile(99));
+  EXPECT_EQ(a.value().ttft_ns.Summarize().p99, other_order.value().ttft_ns.Summarize().p99);
 }
 
 TEST_F(ContinuousBatchingTest, ArrivalFileRepeatedCoversEveryArrival) {

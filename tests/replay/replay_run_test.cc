@@ -41,7 +41,7 @@ TEST_F(ReplayRunTest, SameInputsSameDigestAndMetrics) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(a.value().event_digest, b.value().event_digest);
   EXPECT_EQ(a.value().elapsed_ns, b.value().elapsed_ns);
-  EXPECT_EQ(a.value().step("layer_batch").Percentile(99), b.value().step("layer_batch").Percentile(99));
+  EXPECT_EQ(a.value().step("layer_batch").Summarize().p99, b.value().step("layer_batch").Summarize().p99);
   EXPECT_EQ(a.value().served, b.value().served);
   EXPECT_TRUE(a.value().simulated);
   EXPECT_EQ(a.value().steps, 80u);

@@ -11,28 +11,26 @@ namespace {
 
 using Json = nlohmann::json;
 using cli_testing::Outcome;
-using traces::testing::TempDir;
 
-const std::string kSample = std::string(COLIBRI_SOURCE_DIR) + "/traces/samples/qwen3-bigmoe.ctrace";
-const std::string kReplay = "replay " + kSample + " --hidden 2048 --l2-bytes 8G ";
+using cli_testing::kReplaySample;
+using cli_testing::kSampleTrace;
 
-class ReplayCliTest : public ::testing::Test {
- protected:
-  Outcome Colibri(const std::string& args) const { return cli_testing::RunColibri(args, dir_.path()); }
-  TempDir dir_;
-};
+using ReplayCliTest = cli_testing::CliTest;
 
-// The runs without wall_s (the only field that depends on the machine's load).
+// The runs without wall_s (the only field that depends on the machine's load) and run_id (the store's).
 Json Runs(const Outcome& run) {
   Json runs = run.json()["runs"];
-  for (Json& r : runs) r.erase("wall_s");
+  for (Json& r : runs) {
+    r.erase("wall_s");
+    r.erase("run_id");
+  }
   return runs;
 }
 
 TEST_F(ReplayCliTest, ResultsDoNotDependOnTheNumberOfThreads) {
   const std::string machines = "--hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe --seed 3 --json";
-  const Outcome one = Colibri(kReplay + machines + " --jobs 1");
-  const Outcome three = Colibri(kReplay + machines + " --jobs 3");
+  const Outcome one = Colibri(kReplaySample + machines + " --jobs 1");
+  const Outcome three = Colibri(kReplaySample + machines + " --jobs 3");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_EQ(three.exit_code, 0) << three.err;
   const Json a = Runs(one), b = Runs(three);
@@ -46,7 +44,7 @@ TEST_F(ReplayCliTest, ResultsDoNotDependOnTheNumberOfThreads) {
 TEST_F(ReplayCliTest, OpenLoopFromARealArrivalTrace) {
   const std::string azure = std::string(COLIBRI_SHARED_DATA) + "/azure-llm-2023/AzureLLMInferenceTrace_code.csv";
   const Outcome run =
-      Colibri(kReplay + "--hw h100-p5800x-gen5 --arrivals " + azure + " --repeat --max-arrivals 12 --max-batch 4 --json");
+      Colibri(kReplaySample + "--hw h100-p5800x-gen5 --arrivals " + azure + " --repeat --max-arrivals 12 --max-batch 4 --json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const Json r = run.json()["runs"][0];
   EXPECT_EQ(r["pacing"]["mode"], "open");
@@ -59,7 +57,7 @@ TEST_F(ReplayCliTest, OpenLoopFromARealArrivalTrace) {
 
 TEST_F(ReplayCliTest, TraceEventsFileHasEveryMachine) {
   const std::string out = dir_.path() + "/timeline.json";
-  const Outcome run = Colibri(kReplay + "--hw h100-p5800x-gen5 --hw phone-bigmoe --trace-events " + out + " --json");
+  const Outcome run = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --hw phone-bigmoe --trace-events " + out + " --json");
   ASSERT_EQ(run.exit_code, 0) << run.err;
   const Json timeline = Json::parse(traces::testing::ReadFileBytes(out));
   int processes = 0;
@@ -74,13 +72,13 @@ TEST_F(ReplayCliTest, TraceEventsFileHasEveryMachine) {
 }
 
 TEST_F(ReplayCliTest, ContradictoryFlagsExitTwoWithAMessage) {
-  const Outcome open = Colibri(kReplay + "--hw h100-p5800x-gen5 --pacing open");
+  const Outcome open = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --pacing open");
   EXPECT_EQ(open.exit_code, 2);
   EXPECT_NE(open.err.find("--arrivals"), std::string::npos) << open.err;
-  const Outcome scale = Colibri(kReplay + "--hw h100-p5800x-gen5 --time-scale 2");
+  const Outcome scale = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --time-scale 2");
   EXPECT_EQ(scale.exit_code, 2);
   EXPECT_NE(scale.err.find("--pacing open"), std::string::npos) << scale.err;
-  const Outcome timeline = Colibri(kReplay + "--hw h100-p5800x-gen5 --jobs 2 --trace-events " + dir_.path() + "/t.json");
+  const Outcome timeline = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --jobs 2 --trace-events " + dir_.path() + "/t.json");
   EXPECT_EQ(timeline.exit_code, 2);
   EXPECT_NE(timeline.err.find("--jobs 1"), std::string::npos) << timeline.err;
 }

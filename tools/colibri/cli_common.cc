@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 
 namespace colibri::cli {
@@ -113,6 +114,28 @@ traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags) {
 
 Json ToJson(const TraceOutputFlags& flags) {
   return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};
+}
+
+Status WriteOutput(const std::string& path, const std::string& bytes) {
+  if (path.empty()) {
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+    return Status::Ok();
+  }
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) {
+      std::remove(temp.c_str());
+      return Status::IoError(path + ": cannot write");
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return Status::IoError(path + ": cannot rename the written file into place");
+  }
+  std::fprintf(stderr, "wrote %s (%zu bytes)\n", path.c_str(), bytes.size());
+  return Status::Ok();
 }
 
 void PrintJson(const Json& doc) { std::cout << doc.dump(2) << "\n"; }

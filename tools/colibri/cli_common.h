@@ -47,6 +47,10 @@ void AddTraceOutputFlags(CLI::App* command, TraceOutputFlags* flags);
 traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags);
 Json ToJson(const TraceOutputFlags& flags);
 
+// Writes `bytes` to stdout (empty path) or to `path` through a temporary file
+// and a rename, so a failed write leaves no partial file; says so on stderr.
+Status WriteOutput(const std::string& path, const std::string& bytes);
+
 // Prints a JSON document to stdout followed by a newline.
 void PrintJson(const Json& doc);
 

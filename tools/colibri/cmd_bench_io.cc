@@ -83,17 +83,6 @@ Status CreateDataFile(const std::string& path, uint64_t bytes, uint64_t seed, Pr
   return status;
 }
 
-struct LatencyPercentiles {
-  int64_t p50 = 0, p90 = 0, p99 = 0, p999 = 0, max = 0;
-};
-
-// Nearest-rank percentiles; sorts `samples`.
-LatencyPercentiles Percentiles(std::vector<int64_t>* samples) {
-  std::sort(samples->begin(), samples->end());
-  auto rank = [&](double p) { return NearestRank(*samples, p); };
-  return {rank(50), rank(90), rank(99), rank(99.9), samples->back()};
-}
-
 struct ColibriRun {
   uint64_t reads = 0;
   uint64_t read_bytes = 0;
@@ -262,10 +251,6 @@ Result<Json> RunFio(const std::string& command) {
   return doc["jobs"][0]["read"];
 }
 
-Json LatencyJson(const LatencyPercentiles& p) {
-  return Json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"p999", p.p999}, {"max", p.max}};
-}
-
 // fio's completion latency percentiles, renamed like ours (null where fio gave none).
 Json FioLatencyJson(const Json& read) {
   const Json& percentiles = read["clat_ns"].value("percentile", Json::object());
@@ -381,7 +366,7 @@ Json ResultJson(const BenchIoFlags& f, const std::string& path, uint64_t file_by
               {"elapsed_s", best.elapsed_s},
               {"read_bytes_per_s", best.read_bytes_per_s()},
               {"queue_full_events", best.queue_full_events},
-              {"read_latency_ns", LatencyJson(Percentiles(&best.latencies_ns))},
+              {"read_latency_ns", LatencyJson(best.latencies_ns)},
               {"runs_read_bytes_per_s", m->runs_bytes_per_s},
               {"fio", fio},
               {"fio_note", m->fio_note.empty() ? Json(nullptr) : Json(m->fio_note)},

@@ -2,6 +2,7 @@
 // on each named machine (modelled by default), closed or open loop; one result
 // per machine, the machines run by up to --jobs threads (docs/REPLAY.md).
 #include <algorithm>
+#include <filesystem>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -11,10 +12,13 @@
 
 #include "cli_common.h"
 #include "colibri/replay/replay_run.h"
+#include "colibri/replay/run_record.h"
 #include "colibri/replay/trace_events.h"
 #include "colibri/sim/profiles.h"
+#include "colibri/traces/importers.h"
 #include "commands.h"
 #include "latency_json.h"
+#include "run_storage.h"
 
 namespace colibri::cli {
 namespace {
@@ -45,14 +49,14 @@ struct ReplayFlags {
   uint32_t max_batch = 256;
   uint32_t jobs = 1;
   std::string trace_events;
+  uint64_t raw_step_samples_cap = 10'000'000;
+  StoreFlags store;
   bool pacing_given = false;
   bool json = false;
 };
 
-Json HistogramJson(const replay::LatencyHistogram& h) {
-  return Json{{"p50", h.Percentile(50)},   {"p90", h.Percentile(90)}, {"p99", h.Percentile(99)},
-              {"p999", h.Percentile(99.9)}, {"max", h.max()},          {"samples", h.count()}};
-}
+Json HistogramJson(const reports::LatencyHistogram& h) { return PercentilesJson(reports::SummarizeHistogram(h)); }
+Json SamplesJson(const reports::Samples& s) { return PercentilesJson(s.Summarize()); }
 
 Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
 
@@ -90,7 +94,7 @@ Json PacingJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
 
 Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
   Json steps = Json::object();
-  for (size_t i = 0; i < r.step_ns.size(); ++i) steps[replay::ReplayResult::kStepNames[i]] = HistogramJson(r.step_ns[i]);
+  for (size_t i = 0; i < r.step_ns.size(); ++i) steps[replay::ReplayResult::kStepNames[i]] = SamplesJson(r.step_ns[i]);
   Json load = Json::array();
   for (const traces::LoadDeviation& d : r.expert_load) {
     load.push_back(Json{{"cv", d.cv}, {"max_over_mean", d.max_over_mean}, {"gini", d.gini}, {"unused", d.unused}});
@@ -121,10 +125,10 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"queue_full_events", r.queue_full_events},
               {"staged_experts", r.staged},
               {"step_latency_ns", steps},
-              {"request_latency_ns", HistogramJson(r.request_latency_ns)},
-              {"ttft_ns", HistogramJson(r.ttft_ns)},
-              {"tpot_ns", HistogramJson(r.tpot_ns)},
-              {"queue_ns", r.open_loop ? HistogramJson(r.queue_ns) : Json(nullptr)},
+              {"request_latency_ns", SamplesJson(r.request_latency_ns)},
+              {"ttft_ns", SamplesJson(r.ttft_ns)},
+              {"tpot_ns", SamplesJson(r.tpot_ns)},
+              {"queue_ns", r.open_loop ? SamplesJson(r.queue_ns) : Json(nullptr)},
               {"decode", DecodeJson(r.decode)},
               {"throughput", ThroughputJson(r)},
               {"pacing", PacingJson(c, r)},
@@ -155,19 +159,77 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.repeat = f.repeat;
   c.max_arrivals = f.max_arrivals;
   c.max_batch = f.max_batch;
+  c.raw_step_samples_cap = f.raw_step_samples_cap;
   return c;
 }
 
-// Runs every config on up to `jobs` threads; results in config order.
-std::vector<Result<replay::ReplayResult>> RunAll(const std::vector<replay::ReplayConfig>& configs, uint32_t jobs) {
-  std::vector<std::optional<Result<replay::ReplayResult>>> results(configs.size());
+// Where runs are stored: one row per machine, begun before the replays start
+// and finished (or failed) as each one ends.
+class Storage {
+ public:
+  // Opens the store unless --no-store; begins a run per config (a recomputing
+  // replay then writes its routing next to the database).
+  Status Begin(const ReplayFlags& f, std::vector<replay::ReplayConfig>* configs) {
+    if (f.store.no_store) return Status::Ok();
+    COLIBRI_ASSIGN_OR_RETURN(store_, OpenStore(f.store));
+    for (size_t i = 0; i < configs->size(); ++i) {
+      replay::ReplayConfig& c = (*configs)[i];
+      COLIBRI_ASSIGN_OR_RETURN(reports::RunInfo info, replay::ReplayRunInfo(c));
+      StampRun(RerunArgs({"--hw", "--jobs", "--trace-events"}, {"--hw", f.machines[i]}), &info);
+      COLIBRI_ASSIGN_OR_RETURN(const int64_t id, store_->BeginRun(info));
+      run_ids_.push_back(id);
+      if (c.routing == replay::RoutingMode::kRecompute) {
+        c.routing_out = DbPath(f.store) + ".routing/run-" + std::to_string(id) + ".ctrace";
+        std::error_code ignored;
+        std::filesystem::create_directories(std::filesystem::path(c.routing_out).parent_path(), ignored);
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Stores run i's outcome and adds "run_id" to its JSON entry. Thread-safe.
+  Status Finish(size_t i, const replay::ReplayConfig& c, const Result<replay::ReplayResult>& r, Json* entry) {
+    if (store_ == nullptr) return Status::Ok();
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const int64_t id = run_ids_[i];
+    if (!r.ok()) return store_->FailRun(id, r.status().message(), NowUnixMs());
+    (*entry)["run_id"] = id;
+    reports::RunResults results = replay::ReplayRunResults(r.value(), entry->dump());
+    if (!c.routing_out.empty()) {
+      COLIBRI_ASSIGN_OR_RETURN(const traces::SourceFile routing, traces::DescribeSourceFile(c.routing_out));
+      results.routing_path = c.routing_out;
+      results.routing_digest = routing.sha256;
+    }
+    COLIBRI_RETURN_IF_ERROR(store_->FinishRun(id, results, NowUnixMs()));
+    StoredRunIds().push_back(id);
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<reports::RunStore> store_;
+  std::vector<int64_t> run_ids_;
+  std::mutex mutex_;
+};
+
+// Runs config i and stores it: its JSON entry.
+Result<Json> RunOne(const replay::ReplayConfig& c, size_t i, Storage* storage) {
+  const Result<replay::ReplayResult> r = replay::RunReplay(c);
+  Json entry = r.ok() ? RunJson(c, r.value()) : Json();
+  COLIBRI_RETURN_IF_ERROR(storage->Finish(i, c, r, &entry));
+  COLIBRI_RETURN_IF_ERROR(r.status());
+  return entry;
+}
+
+// Runs every config on up to `jobs` threads, storing each as it ends; JSON entries in config order.
+Result<Json> RunAll(const std::vector<replay::ReplayConfig>& configs, uint32_t jobs, Storage* storage) {
+  std::vector<std::optional<Result<Json>>> results(configs.size());
   std::atomic<size_t> next{0};
   std::mutex progress_mutex;
   Progress progress("replay");
   size_t done = 0;
   auto worker = [&] {
     for (size_t i = next++; i < configs.size(); i = next++) {
-      results[i] = replay::RunReplay(configs[i]);
+      results[i] = RunOne(configs[i], i, storage);
       const std::lock_guard<std::mutex> lock(progress_mutex);
       progress.Update(++done, configs.size());
     }
@@ -177,9 +239,12 @@ std::vector<Result<replay::ReplayResult>> RunAll(const std::vector<replay::Repla
   worker();
   for (std::thread& thread : threads) thread.join();
   progress.Done();
-  std::vector<Result<replay::ReplayResult>> out;
-  for (auto& r : results) out.push_back(std::move(*r));
-  return out;
+  Json runs = Json::array();
+  for (auto& r : results) {
+    COLIBRI_RETURN_IF_ERROR(r->status());
+    runs.push_back(std::move(r->value()));
+  }
+  return runs;
 }
 
 Result<Json> Replay(const ReplayFlags& f) {
@@ -202,21 +267,19 @@ Result<Json> Replay(const ReplayFlags& f) {
     COLIBRI_ASSIGN_OR_RETURN(c.machine, catalog.Resolve(name, sim::MachineOverrides{f.hw_nvme, f.hw_pcie, f.hw_compute}));
     configs.push_back(c);
   }
+  Storage storage;
+  COLIBRI_RETURN_IF_ERROR(storage.Begin(f, &configs));
   Json runs = Json::array();
   if (timeline != nullptr) {  // one machine after the other, each its own process in the timeline
-    for (replay::ReplayConfig& c : configs) {
-      timeline->BeginProcess(c.machine.label);
-      c.event_sink = timeline.get();
-      COLIBRI_ASSIGN_OR_RETURN(replay::ReplayResult r, replay::RunReplay(c));
-      runs.push_back(RunJson(c, r));
+    for (size_t i = 0; i < configs.size(); ++i) {
+      timeline->BeginProcess(configs[i].machine.label);
+      configs[i].event_sink = timeline.get();
+      COLIBRI_ASSIGN_OR_RETURN(Json entry, RunOne(configs[i], i, &storage));
+      runs.push_back(std::move(entry));
     }
     COLIBRI_RETURN_IF_ERROR(timeline->Finish());
   } else {
-    std::vector<Result<replay::ReplayResult>> results = RunAll(configs, f.jobs);
-    for (size_t i = 0; i < configs.size(); ++i) {
-      COLIBRI_RETURN_IF_ERROR(results[i].status());
-      runs.push_back(RunJson(configs[i], results[i].value()));
-    }
+    COLIBRI_ASSIGN_OR_RETURN(runs, RunAll(configs, f.jobs, &storage));
   }
   Json out{{"trace", f.trace}, {"runs", runs}};
   if (timeline != nullptr) {
@@ -228,13 +291,14 @@ Result<Json> Replay(const ReplayFlags& f) {
 
 void PrintHuman(const Json& j) {
   std::printf("%s\n", j["trace"].get<std::string>().c_str());
-  std::printf("%-20s %6s %9s %9s %9s %9s %9s %9s %8s %6s %6s  %s\n", "machine", "pacing", "req p50", "req p99",
+  std::printf("%5s %-20s %6s %9s %9s %9s %9s %9s %9s %8s %6s %6s  %s\n", "run", "machine", "pacing", "req p50", "req p99",
               "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "tok/s", "hit%", "hit%d", "digest");
   auto ms = [](const Json& h, const char* p) { return h[p].get<double>() / 1e6; };
   for (const Json& r : j["runs"]) {
     const Json &req = r["request_latency_ns"], &ttft = r["ttft_ns"], &tpot = r["tpot_ns"];
-    std::printf("%-20s %6s %7.0fms %7.0fms %7.0fms %7.0fms %7.1fms %7.1fms %8.1f %5.1f%% %5.1f%%  %s\n",
-                r["machine"].get<std::string>().c_str(), r["pacing"]["mode"].get<std::string>().c_str(),
+    const std::string run = r.contains("run_id") ? "#" + std::to_string(r["run_id"].get<int64_t>()) : "-";
+    std::printf("%5s %-20s %6s %7.0fms %7.0fms %7.0fms %7.0fms %7.1fms %7.1fms %8.1f %5.1f%% %5.1f%%  %s\n",
+                run.c_str(), r["machine"].get<std::string>().c_str(), r["pacing"]["mode"].get<std::string>().c_str(),
                 ms(req, "p50"), ms(req, "p99"), ms(ttft, "p50"), ms(ttft, "p99"), ms(tpot, "p50"), ms(tpot, "p99"),
                 r["throughput"]["tokens_per_s"].get<double>(), r["hit_pct_cum"].get<double>(),
                 r["hit_pct_decode"].get<double>(), r["event_digest"].get<std::string>().c_str());
@@ -290,6 +354,10 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--jobs", f->jobs, "Machines replayed at once (threads)")->check(CLI::Range(1u, 256u))->capture_default_str();
   cmd->add_option("--trace-events", f->trace_events, "Write the timeline as a Chrome/Perfetto trace-event JSON file");
+  cmd->add_option("--raw-sample-cap", f->raw_step_samples_cap,
+                  "Raw per-step latency samples kept per run (over all steps); beyond it, histograms (1% error)")
+      ->capture_default_str();
+  AddStoreFlags(cmd, &f->store);
   cmd->add_flag("--json", f->json, "Print {\"runs\": [...]} as JSON on stdout");
   cmd->callback([f, exit_code, pacing] {
     f->pacing_given = pacing->count() > 0;

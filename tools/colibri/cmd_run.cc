@@ -7,8 +7,10 @@
 // Optionally records every layer's routing as a trace.
 #include <sys/resource.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <random>
@@ -16,8 +18,11 @@
 #include "cli_common.h"
 #include "colibri/engine/local_engine.h"
 #include "colibri/replay/trace_recorder.h"
+#include "colibri/reports/run_recording.h"
+#include "colibri/traces/importers.h"
 #include "commands.h"
 #include "latency_json.h"
+#include "run_storage.h"
 
 namespace colibri::cli {
 namespace {
@@ -47,6 +52,8 @@ struct RunFlags {
   bool record_hidden = false;
   bool record_tokens = false;
   TraceOutputFlags record_output;
+  uint64_t raw_step_samples_cap = 10'000'000;
+  StoreFlags store;
   bool json = false;
 };
 
@@ -129,19 +136,25 @@ class Fnv1a {
 };
 
 struct RunStats {
-  std::map<std::string, std::vector<int64_t>> step_ns;  // per pipeline step, one sample per layer batch
+  static constexpr std::array<const char*, 7> kStepNames = {
+      "routing", "scheduling", "nvme_read", "host_to_device", "compute", "aggregation", "layer_batch"};
+  std::array<reports::Samples, kStepNames.size()> step_ns;  // one sample per layer batch, raw up to the cap
+  uint64_t raw_step_samples_cap = 0;
   uint64_t steps = 0;                                    // (token, layer) steps
-  uint64_t lookups_decode = 0, served_decode = 0, lookups = 0, served = 0;
+  uint64_t layer_batches = 0;
+  uint64_t lookups_decode = 0, served_decode = 0, lookups = 0, served = 0, l1_hits_decode = 0, l2_hits_decode = 0;
+  std::vector<int64_t> ttft_ns;            // per request: run start to the end of its prefill pass
+  std::vector<int64_t> tpot_ns;            // per decode pass (one token of every request)
+  reports::HitRateSeries hit_rate;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   uint64_t read_bytes = 0, dropped = 0, staged = 0, prefill_tokens = 0, decode_tokens = 0;
   Fnv1a digest;
 
   void Add(const engine::LayerBatchReport& r, bool prefill) {
     const engine::StepTimes& s = r.step_ns;
-    const std::pair<const char*, TimeNs> steps_ns[] = {
-        {"routing", s.routing},         {"scheduling", s.scheduling}, {"nvme_read", s.nvme_read},
-        {"host_to_device", s.host_to_device}, {"compute", s.compute}, {"aggregation", s.aggregation},
-        {"layer_batch", s.total}};
-    for (const auto& [name, ns] : steps_ns) step_ns[name].push_back(ns);
+    const TimeNs steps_ns[] = {s.routing, s.scheduling, s.nvme_read, s.host_to_device, s.compute, s.aggregation, s.total};
+    static_assert(std::size(steps_ns) == kStepNames.size());
+    reports::AddStepSamples(step_ns.data(), steps_ns, kStepNames.size(), layer_batches, raw_step_samples_cap);
     steps += r.tokens;
     const uint64_t hits = r.l1_hits + r.l2_hits;
     lookups += r.distinct_experts;
@@ -149,17 +162,42 @@ struct RunStats {
     if (!prefill) {
       lookups_decode += r.distinct_experts;
       served_decode += hits;
+      l1_hits_decode += r.l1_hits;
+      l2_hits_decode += r.l2_hits;
     }
+    hit_rate.Add(++layer_batches, ElapsedNs(), lookups, served);
     read_bytes += r.read_bytes;
     dropped += r.dropped_assignments;
     staged += r.staged;
   }
+
+  int64_t ElapsedNs() const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  }
+};
+
+// Counts each layer's expert selections, then hands the decision on (to the recorder, if any).
+class LoadCounter final : public engine::EngineObserver {
+ public:
+  LoadCounter(uint32_t layers, uint32_t experts) : loads_(layers, std::vector<uint64_t>(experts, 0)) {}
+  void set_next(engine::EngineObserver* next) { next_ = next; }
+  void OnRouting(const engine::RoutingDecision& d) override {
+    std::vector<uint64_t>& load = loads_[d.layer_index];
+    for (size_t i = 0; i < d.tokens * d.top_k; ++i) ++load[d.expert_ids[i]];
+    if (next_ != nullptr) next_->OnRouting(d);
+  }
+  const std::vector<std::vector<uint64_t>>& loads() const { return loads_; }
+
+ private:
+  std::vector<std::vector<uint64_t>> loads_;
+  engine::EngineObserver* next_ = nullptr;
 };
 
 
 struct Engine {
   std::unique_ptr<engine::LocalEngine> local;
   std::unique_ptr<replay::TraceRecorder> recorder;
+  std::unique_ptr<LoadCounter> loads;
 };
 
 Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
@@ -178,6 +216,9 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   auto e = std::make_unique<Engine>();
   COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
   if (!e->local->warning.empty()) std::cerr << "colibri: warning: " << e->local->warning << "\n";
+  const engine::ModelConfig& config = e->local->model.config();
+  e->loads = std::make_unique<LoadCounter>(config.layers(), config.experts);
+  e->local->moe->set_observer(e->loads.get());
   if (!f.record.empty()) {
     traces::Provenance provenance;
     provenance.source_engine = std::string("colibri ") + COLIBRI_VERSION + " (" + COLIBRI_GIT_COMMIT + ")";
@@ -186,7 +227,7 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
     replay::RecorderOptions recorder{f.record_logits, f.record_hidden, ToWriterOptions(f.record_output)};
     COLIBRI_ASSIGN_OR_RETURN(e->recorder,
                              replay::TraceRecorder::Create(f.record, e->local->model.config(), provenance, recorder));
-    e->local->moe->set_observer(e->recorder.get());
+    e->loads->set_next(e->recorder.get());
   }
   return e;
 }
@@ -236,13 +277,16 @@ Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
     std::vector<replay::BatchRow> rows;
     for (uint32_t t = 0; t < f.prefill; ++t) rows.push_back({r, t, std::nullopt});
     COLIBRI_RETURN_IF_ERROR(RunPass(e, inputs, std::move(rows), pass_id++, true, stats));
+    stats->ttft_ns.push_back(stats->ElapsedNs());
     stats->prefill_tokens += f.prefill;
     progress.Update(pass_id, passes);
   }
   for (uint32_t step = 0; step < f.tokens; ++step) {
     std::vector<replay::BatchRow> rows;
     for (uint32_t r = 0; r < f.requests; ++r) rows.push_back({r, f.prefill + step, std::nullopt});
+    const int64_t pass_start_ns = stats->ElapsedNs();
     COLIBRI_RETURN_IF_ERROR(RunPass(e, inputs, std::move(rows), pass_id++, false, stats));
+    stats->tpot_ns.push_back(stats->ElapsedNs() - pass_start_ns);
     stats->decode_tokens += f.requests;
     progress.Update(pass_id, passes);
   }
@@ -275,7 +319,7 @@ Json ConfigJson(const RunFlags& f) {
 
 Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wall_s) {
   Json steps_json = Json::object();
-  for (const auto& [name, samples] : s.step_ns) steps_json[name] = LatencyJson(samples);
+  for (size_t i = 0; i < s.step_ns.size(); ++i) steps_json[RunStats::kStepNames[i]] = PercentilesJson(s.step_ns[i].Summarize());
   Json out{{"config", ConfigJson(f)},
            {"storage_backend", e.local->storage->caps().name},
            {"compute_backend", e.local->compute->caps().name},
@@ -320,19 +364,91 @@ void PrintHuman(const Json& r) {
   }
 }
 
-Result<Json> Run(const RunFlags& f) {
+// The run's row in the store, begun before the run so that a killed run stays "incomplete".
+struct StoredRun {
+  std::unique_ptr<reports::RunStore> store;
+  int64_t id = 0;
+};
+
+// Begins the run's row (unless --no-store); without --record the routing is recorded next to the database.
+Result<StoredRun> BeginStoredRun(RunFlags* f) {
+  StoredRun s;
+  if (f->store.no_store) return s;
+  COLIBRI_ASSIGN_OR_RETURN(s.store, OpenStore(f->store));
+  reports::RunInfo info;
+  info.kind = "run";
+  info.label = f->model_dir;
+  info.config_json = ConfigJson(*f).dump();
+  info.hardware_json = "{}";
+  info.backends = "storage=" + f->storage + " compute=cpu";
+  info.seed = f->seed;
+  StampRun(RerunArgs({}, {}), &info);
+  COLIBRI_ASSIGN_OR_RETURN(s.id, s.store->BeginRun(info));
+  if (f->record.empty()) {
+    f->record = DbPath(f->store) + ".routing/run-" + std::to_string(s.id) + ".ctrace";
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(f->record).parent_path(), ignored);
+  }
+  return s;
+}
+
+Result<reports::RunResults> StoredResults(const RunFlags& f, const Engine& e, const RunStats& s, const Json& summary) {
+  reports::RunResults out;
+  for (size_t i = 0; i < s.step_ns.size(); ++i) {
+    out.distributions[std::string("step_latency_ns.") + RunStats::kStepNames[i]] = s.step_ns[i];
+  }
+  out.distributions["ttft_ns"] = reports::Samples::FromRaw(s.ttft_ns);
+  out.distributions["tpot_ns"] = reports::Samples::FromRaw(s.tpot_ns);
+  const auto elapsed_ns = static_cast<int64_t>(summary["wall_s"].get<double>() * 1e9);
+  out.distributions["request_latency_ns"] =  // every request runs from the start to the last decode pass
+      reports::Samples::FromRaw(std::vector<int64_t>(f.requests, elapsed_ns));
+  const uint64_t tokens = s.prefill_tokens + s.decode_tokens;
+  out.scalars = {{"elapsed_ns", static_cast<double>(elapsed_ns)},
+                 {"wall_s", summary["wall_s"].get<double>()},
+                 {"tokens_per_s", summary["tokens_per_s"].get<double>()},
+                 {"steps", static_cast<double>(s.steps)},
+                 {"routing_decisions", static_cast<double>(s.steps)},
+                 {"layer_batches", static_cast<double>(s.layer_batches)},
+                 {"read_bytes", static_cast<double>(s.read_bytes)},
+                 {"read_bytes_per_token", tokens > 0 ? static_cast<double>(s.read_bytes) / tokens : 0.0}};
+  out.texts = {{"output_digest", s.digest.Hex()}, {"clock", "real"}, {"summary_json", summary.dump()}};
+  const engine::TierCounters l1 = e.local->moe->l1_counters(), l2 = e.local->moe->l2_counters();
+  out.tiers = reports::TiersOf(reports::CacheOutcome{s.lookups, s.served, s.lookups_decode, s.served_decode, l1.lookups,
+                                                     l1.hits, s.l1_hits_decode, l2.lookups, l2.hits, s.l2_hits_decode,
+                                                     s.read_bytes});
+  out.expert_load = e.loads->loads();
+  out.hit_rate = s.hit_rate.points();
+  COLIBRI_ASSIGN_OR_RETURN(const traces::SourceFile routing, traces::DescribeSourceFile(f.record));
+  out.routing_path = f.record;
+  out.routing_digest = routing.sha256;
+  return out;
+}
+
+Result<Json> Run(RunFlags f) {
+  COLIBRI_ASSIGN_OR_RETURN(StoredRun stored, BeginStoredRun(&f));
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<Engine> built, BuildEngine(f));
   Engine& e = *built;
   RunStats stats;
-  const auto start = std::chrono::steady_clock::now();
+  stats.raw_step_samples_cap = f.raw_step_samples_cap;
   Status status = RunWorkload(f, e, &stats);
-  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double wall_s = static_cast<double>(stats.ElapsedNs()) / 1e9;
   if (e.recorder) {
     Status closed = e.recorder->Close();
     if (status.ok()) status = closed;
   }
-  COLIBRI_RETURN_IF_ERROR(status);
-  return ResultJson(f, e, stats, wall_s);
+  if (!status.ok()) {
+    if (stored.store) (void)stored.store->FailRun(stored.id, status.message(), NowUnixMs());
+    return status;
+  }
+  Json out = ResultJson(f, e, stats, wall_s);
+  if (!stored.store) return out;
+  Json with_id{{"run_id", stored.id}};
+  with_id.update(out);
+  out = std::move(with_id);
+  COLIBRI_ASSIGN_OR_RETURN(const reports::RunResults results, StoredResults(f, e, stats, out));
+  COLIBRI_RETURN_IF_ERROR(stored.store->FinishRun(stored.id, results, NowUnixMs()));
+  StoredRunIds().push_back(stored.id);
+  return out;
 }
 
 }  // namespace
@@ -379,6 +495,10 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_flag("--record-hidden", f->record_hidden, "Record the router inputs, fp32 (with --record)");
   cmd->add_flag("--record-tokens", f->record_tokens, "Record the seeded token ids (with --record)");
   AddTraceOutputFlags(cmd, &f->record_output);
+  cmd->add_option("--raw-sample-cap", f->raw_step_samples_cap,
+                  "Raw per-step latency samples kept (over all steps); beyond it, histograms (1% error)")
+      ->capture_default_str();
+  AddStoreFlags(cmd, &f->store);
   cmd->add_flag("--json", f->json, "Print the result as JSON on stdout");
   cmd->callback([f, exit_code] { *exit_code = Emit(Run(*f), f->json, &PrintHuman); });
 }

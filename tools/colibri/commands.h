@@ -3,6 +3,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace colibri::cli {
 
@@ -15,7 +17,14 @@ void AddRunCommand(CLI::App* app, int* exit_code);               // cmd_run.cc
 void AddBenchComputeCommand(CLI::App* bench, int* exit_code);   // cmd_bench_compute.cc
 void AddBenchIoCommand(CLI::App* bench, int* exit_code);        // cmd_bench_io.cc
 void AddBenchReplayCommand(CLI::App* bench, int* exit_code);    // cmd_bench_replay.cc
+void AddBenchStoreCommand(CLI::App* bench, int* exit_code);     // cmd_bench_store.cc
 void AddHwCommand(CLI::App* app, int* exit_code);               // cmd_hw.cc: hw list, hw show
 void AddReplayCommand(CLI::App* app, int* exit_code);           // cmd_replay.cc
+void AddRunsCommands(CLI::App* app, int* exit_code);            // cmd_runs.cc: runs list show export delete rerun
+void AddReportCommands(CLI::App* app, int* exit_code);          // cmd_report.cc: report compare, report gate
+
+// Parses and runs one command line (argv without the program name): what
+// main() does, and what `runs rerun` does with a stored run's argv. Returns the exit code.
+int RunCommandLine(std::vector<std::string> args);
 
 }  // namespace colibri::cli

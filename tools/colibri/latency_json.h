@@ -1,20 +1,19 @@
 // Latency distributions and hit rates as the CLI prints them:
-// {p50, p90, p99, p999, max} by nearest rank on raw samples, and per-tier
-// lookups/hits (docs/METRICS.md). Free functions.
+// {p50, p90, p99, p999, max, samples, source, low_confidence} (reports'
+// Percentiles: nearest rank on raw samples, or a histogram when the raw ones
+// were dropped), and per-tier lookups/hits (docs/METRICS.md). Free functions.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "cli_common.h"
+#include "colibri/reports/samples.h"
 
 namespace colibri::cli {
 
-// Nearest-rank percentile p (0 < p <= 100) of `sorted` (ascending, non-empty):
-// the value at rank ceil(p / 100 x n).
-int64_t NearestRank(const std::vector<int64_t>& sorted, double p);
-
-// {p50, p90, p99, p999, max, samples}; sorts `samples`. Empty: all zero.
+Json PercentilesJson(const reports::Percentiles& p);
+// PercentilesJson of raw samples. Empty: all zero.
 Json LatencyJson(std::vector<int64_t> samples);
 
 // 100 x part / whole, 0 when whole is 0.

@@ -1,40 +1,52 @@
 // colibri: one binary, CLI11 subcommands. Exit codes: 0 ok, 1 a check failed,
 // 2 bad input or usage (see cli_common.h).
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "run_storage.h"
 
-int main(int argc, char** argv) {
+namespace colibri::cli {
+
+int RunCommandLine(std::vector<std::string> args) {
   CLI::App app{"Colibri: MoE inference engine with expert offloading, and its trace/replay testbed"};
   app.set_version_flag("--version", std::string("colibri ") + COLIBRI_VERSION + " (" + COLIBRI_GIT_COMMIT + ")");
   app.require_subcommand(1);
-  int exit_code = colibri::cli::kExitOk;
+  int exit_code = kExitOk;
 
   CLI::App* trace = app.add_subcommand("trace", "Import, inspect, validate and summarise routing traces");
   trace->require_subcommand(1);
-  colibri::cli::AddTraceImportCommand(trace, &exit_code);
-  colibri::cli::AddTraceSynthCommand(trace, &exit_code);
-  colibri::cli::AddTraceInspectCommands(trace, &exit_code);
+  AddTraceImportCommand(trace, &exit_code);
+  AddTraceSynthCommand(trace, &exit_code);
+  AddTraceInspectCommands(trace, &exit_code);
 
   CLI::App* model = app.add_subcommand("model", "Write, convert and verify models in the Colibri on-disk format");
   model->require_subcommand(1);
-  colibri::cli::AddModelCommands(model, &exit_code);
+  AddModelCommands(model, &exit_code);
 
-  colibri::cli::AddRunCommand(&app, &exit_code);
-  colibri::cli::AddHwCommand(&app, &exit_code);
-  colibri::cli::AddReplayCommand(&app, &exit_code);
+  AddRunCommand(&app, &exit_code);
+  AddHwCommand(&app, &exit_code);
+  AddReplayCommand(&app, &exit_code);
+  AddRunsCommands(&app, &exit_code);
+  AddReportCommands(&app, &exit_code);
 
   CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks, side by side with reference tools");
   bench->require_subcommand(1);
-  colibri::cli::AddBenchCommands(bench, &exit_code);
+  AddBenchCommands(bench, &exit_code);
 
+  SetInvocation(args);
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
-    return code == 0 ? colibri::cli::kExitOk : colibri::cli::kExitBadInput;
+    return code == 0 ? kExitOk : kExitBadInput;
   }
   return exit_code;
 }
+
+}  // namespace colibri::cli
+
+int main(int argc, char** argv) { return colibri::cli::RunCommandLine(std::vector<std::string>(argv + 1, argv + argc)); }

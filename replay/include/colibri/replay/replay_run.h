@@ -11,12 +11,14 @@
 // trace's dense bytes for that layer, on the modelled compute device (sim
 // compute only; latencies are then end to end, `moe_only` figures beside).
 //
-// Metrics: per layer batch step times (LatencyHistogram), per request
+// Metrics: per layer batch step times (raw up to raw_step_samples_cap values
+// over all steps, then histograms only: reports::Samples), per request
 // latency (from its arrival -- open loop -- or its first batch's start --
 // closed loop -- to its last batch's end), time to first token (to the end of
 // its first pass), time per output token (the mean gap between its later
 // passes' ends), queueing (arrival to first batch), tier hits per lookup, bytes read,
-// queue-full events, per-layer expert load, and the event-log digest (every
+// queue-full events, per-layer expert load (counts and deviation), the hit
+// rate over time (at most 2048 points), and the event-log digest (every
 // modelled read, copy and kernel plus every layer batch's end).
 //
 // Ownership: the result is a plain value. Thread-safety: one run per call.
@@ -31,13 +33,17 @@
 #include <vector>
 
 #include "colibri/replay/engine_replay.h"
-#include "colibri/replay/latency_histogram.h"
+#include "colibri/reports/latency_histogram.h"
+#include "colibri/reports/run_store.h"
+#include "colibri/reports/samples.h"
 #include "colibri/sim/event_log.h"
 #include "colibri/sim/hardware.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/stats.h"
 
 namespace colibri::replay {
+
+using reports::LatencyHistogram;
 
 enum class Pacing { kClosed, kOpen };
 
@@ -67,6 +73,10 @@ struct ReplayConfig {
   bool repeat = false;          // cycle the trace's requests over every arrival
   uint64_t max_arrivals = 0;    // the first N arrivals only; 0 = all
   uint32_t max_batch = 256;     // requests per forward pass
+  // Raw per-step samples kept (over every step kind, one per layer batch each);
+  // beyond it every step keeps its histogram only. Request samples stay raw.
+  uint64_t raw_step_samples_cap = 10'000'000;
+  std::string routing_out;      // kRecompute: write the routing the engine computed as a trace here
 };
 
 // Decode passes (forward passes without prefill tokens), summed per pass: for
@@ -95,6 +105,7 @@ struct ReplayResult {
   int64_t elapsed_ns = 0;         // on the run's clock (simulated_ns when simulated)
   int64_t moe_ns = 0;             // the MoE layer batches alone
   uint64_t lookups = 0, served = 0, lookups_decode = 0, served_decode = 0;
+  uint64_t l1_hits_decode = 0, l2_hits_decode = 0;
   engine::TierCounters l1, l2;
   uint64_t read_bytes = 0;
   uint64_t reads = 0;
@@ -103,16 +114,18 @@ struct ReplayResult {
   // Per step of the layer batch (kStepNames), one sample per layer batch.
   static constexpr std::array<const char*, 8> kStepNames = {
       "routing", "scheduling", "nvme_read", "host_to_device", "compute", "aggregation", "dense", "layer_batch"};
-  std::array<LatencyHistogram, kStepNames.size()> step_ns;
-  // The histogram of a step by name (one of kStepNames).
-  const LatencyHistogram& step(std::string_view name) const;
-  LatencyHistogram request_latency_ns, ttft_ns, tpot_ns;
-  LatencyHistogram queue_ns;      // arrival to the first batch (open loop)
+  std::array<reports::Samples, kStepNames.size()> step_ns;
+  // The samples of a step by name (one of kStepNames).
+  const reports::Samples& step(std::string_view name) const;
+  reports::Samples request_latency_ns, ttft_ns, tpot_ns;
+  reports::Samples queue_ns;      // arrival to the first batch (open loop)
   DecodePasses decode;
   bool open_loop = false;
   uint64_t arrivals_total = 0;    // open loop: arrivals available (before the request count and limits cut them)
   uint64_t max_pass_requests = 0; // open loop: the most requests one forward pass carried
   std::vector<traces::LoadDeviation> expert_load;   // per MoE layer
+  std::vector<std::vector<uint64_t>> expert_load_counts;  // [MoE layer index][expert] selections
+  std::vector<reports::HitRatePoint> hit_rate;      // cumulative, in run order
   std::string modelled_layout;    // how the expert shape was modelled (dtype, H, I, block bytes)
 };
 

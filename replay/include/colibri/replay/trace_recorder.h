@@ -45,6 +45,9 @@ class TraceRecorder final : public engine::EngineObserver {
  public:
   static Result<std::unique_ptr<TraceRecorder>> Create(const std::string& path, const engine::ModelConfig& config,
                                                        traces::Provenance provenance, const RecorderOptions& options);
+  // With the header's shape given (a replay's modelled engine has no ModelConfig).
+  static Result<std::unique_ptr<TraceRecorder>> Create(const std::string& path, traces::ModelShape shape,
+                                                       traces::Provenance provenance, const RecorderOptions& options);
 
   // The next layer batches belong to pass `pass_id`; `rows` gives each batch row's request and position.
   void BeginPass(uint64_t pass_id, bool prefill, std::vector<BatchRow> rows);
@@ -55,7 +58,7 @@ class TraceRecorder final : public engine::EngineObserver {
   Status Close();
 
  private:
-  TraceRecorder(std::unique_ptr<traces::TraceWriter> writer, const engine::ModelConfig& config,
+  TraceRecorder(std::unique_ptr<traces::TraceWriter> writer, std::vector<uint32_t> layer_ids,
                 const RecorderOptions& options);
   void AppendRow(const engine::RoutingDecision& d, size_t row, traces::TraceRecord* record) const;
 
