@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -114,6 +115,12 @@ traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags) {
 
 Json ToJson(const TraceOutputFlags& flags) {
   return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};
+}
+
+uint64_t PeakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
 }
 
 Status WriteOutput(const std::string& path, const std::string& bytes) {

@@ -51,6 +51,9 @@ Json ToJson(const TraceOutputFlags& flags);
 // and a rename, so a failed write leaves no partial file; says so on stderr.
 Status WriteOutput(const std::string& path, const std::string& bytes);
 
+// This process's peak resident set so far (getrusage ru_maxrss), in bytes.
+uint64_t PeakRssBytes();
+
 // Prints a JSON document to stdout followed by a newline.
 void PrintJson(const Json& doc);
 

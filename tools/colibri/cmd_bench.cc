@@ -1,6 +1,5 @@
 // `colibri bench trace`: trace read and import throughput, measured on one
 // core against a raw-read reference in the same run (docs/BENCHMARKS.md).
-#include <sys/resource.h>
 
 #include <chrono>
 #include <climits>
@@ -37,12 +36,6 @@ struct BenchTraceFlags {
 
 double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-uint64_t PeakRssBytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
 }
 
 struct ReadResult {
@@ -325,6 +318,7 @@ void AddBenchCommands(CLI::App* bench, int* exit_code) {
   AddBenchIoCommand(bench, exit_code);
   AddBenchComputeCommand(bench, exit_code);
   AddBenchReplayCommand(bench, exit_code);
+  AddBenchStoreCommand(bench, exit_code);
 }
 
 }  // namespace colibri::cli

@@ -9,7 +9,8 @@
 // loop alone) and its own peak RSS (getrusage ru_maxrss and /proc/self/status
 // VmHWM), which include the pages it shares with the parent at fork (about
 // the binary and its libraries: `parent_rss_bytes` says how much). The run
-// is not stored anywhere.
+// is not stored anywhere; like `colibri replay`, it keeps raw per-step
+// samples up to --raw-sample-cap (their memory counts in the peak RSS).
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -66,6 +67,7 @@ struct BenchReplayFlags {
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t hidden = 0;
+  uint64_t raw_step_samples_cap = 10'000'000;  // as colibri replay
   uint64_t seed = 1;
   int repeats = 3;
   bool json = false;
@@ -319,6 +321,7 @@ Result<replay::ReplayConfig> ReplayConfigOf(const BenchReplayFlags& f, const Tra
   c.staging_slots = f.staging_slots;
   c.hidden = trace.hidden;
   c.seed = f.seed;
+  c.raw_step_samples_cap = f.raw_step_samples_cap;
   return c;
 }
 
@@ -371,6 +374,7 @@ Result<Json> BenchReplay(const BenchReplayFlags& f) {
                 {"queue_depth", f.queue_depth},
                 {"staging_slots", f.staging_slots},
                 {"seed", f.seed},
+                {"raw_step_samples_cap", f.raw_step_samples_cap},
                 {"repeats", f.repeats}}},
               {"trace",
                {{"path", trace.path},
@@ -477,6 +481,9 @@ void AddBenchReplayCommand(CLI::App* bench, int* exit_code) {
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
   cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it");
+  cmd->add_option("--raw-sample-cap", f->raw_step_samples_cap,
+                  "Raw per-step latency samples kept, as colibri replay does (0: histograms only)")
+      ->capture_default_str();
   cmd->add_option("--seed", f->seed, "Seed of the synthetic trace and of the modelled devices")->capture_default_str();
   cmd->add_option("--repeats", f->repeats, "Replay runs (each in its own process; the median is reported)")
       ->check(CLI::Range(1, 100))

@@ -5,7 +5,6 @@
 // come from seeded token ids (Zipf over a vocabulary), with a tunable temporal
 // correlation so routing has locality.
 // Optionally records every layer's routing as a trace.
-#include <sys/resource.h>
 
 #include <array>
 #include <chrono>
@@ -291,12 +290,6 @@ Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
     progress.Update(pass_id, passes);
   }
   return Status::Ok();
-}
-
-uint64_t PeakRssBytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
 }
 
 Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
