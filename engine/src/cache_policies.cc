@@ -1,129 +1,111 @@
-// Built-in cache policies: global LRU and per-layer-partitioned LRU.
+// The single-order built-in cache policies, whole or partitioned by MoE layer,
+// and the factory of every built-in (the others live in cache_policy_*.cc).
+//
+//   "lru"       one recency order over the whole budget: the victim is the
+//               least recently used untouched entry (recency = the last
+//               OnInsert or OnAccess).
+//   "lfu"       one frequency order over the whole budget. The frequency of
+//               a key is its number of OnInsert + OnAccess calls so far (the
+//               cache calls OnInsert on a miss's insert and OnAccess on a hit,
+//               so one per batch lookup; a prefetch's insert counts one too),
+//               kept across evictions: a re-inserted key resumes its count.
+//               The victim is the untouched entry of lowest frequency, ties
+//               to the least recently used. O(log n) per operation.
+//   "layer"     the budget split equally between MoE layers (budget /
+//               moe_layers bytes each; the key's layer index picks the part),
+//               each part an "lru" over its own bytes: an insert evicts only
+//               from its own layer, and Shrink brings every part within its
+//               share.
+//   "layerlfu"  the same partition, each part an "lfu".
+// Every built-in treats an OnInsert of a key it already holds as replacing
+// that entry (at its new size). For every built-in but "arc" (p adapts
+// between a batch's inserts) and "random" (one draw per call), untouched
+// entries keep their order through a batch, so ExpertCache's two modes evict
+// the same entries whenever every batch's union fits.
+// Ownership: MakeCachePolicy returns an owned policy. Thread-safety: none.
+// Errors: MakeCachePolicy's (cache_policy.h), as InvalidArgument.
+#include <string>
 #include <vector>
 
+#include "cache_policy_util.h"
 #include "colibri/engine/cache_policy.h"
-#include "colibri/engine/key_map.h"
 
 namespace colibri::engine {
 namespace {
 
-// One LRU order with its own byte budget: a doubly linked list threaded
-// through a vector of nodes (freed nodes are reused: no allocation once warm),
-// indexed by key. Iteration follows the list, never the index, so victim
-// choices are deterministic.
-class LruList {
- public:
-  explicit LruList(uint64_t budget_bytes) : budget_bytes_(budget_bytes) {}
+using policy_detail::CollectVictims;
+using policy_detail::ExcessBytes;
+using policy_detail::LfuList;
+using policy_detail::LruList;
+using policy_detail::MakeRoomFrom;
+using policy_detail::UseCounter;
 
-  void Insert(ExpertKey key, uint64_t bytes) {
-    uint32_t n;
-    if (free_ != kNone) {
-      n = free_;
-      free_ = nodes_[n].next;
-    } else {
-      n = static_cast<uint32_t>(nodes_.size());
-      nodes_.emplace_back();
-    }
-    nodes_[n].key = key;
-    nodes_[n].bytes = bytes;
-    LinkFront(n);
-    index_[key] = n;
-    used_bytes_ += bytes;
-  }
-  void Access(ExpertKey key) {
-    const uint32_t* n = index_.Find(key);
-    if (n == nullptr || *n == head_) return;
-    Unlink(*n);
-    LinkFront(*n);
-  }
-  void Erase(ExpertKey key) {
-    const uint32_t* found = index_.Find(key);
-    if (found == nullptr) return;
-    const uint32_t n = *found;
-    index_.Erase(key);
-    used_bytes_ -= nodes_[n].bytes;
-    Unlink(n);
-    nodes_[n].next = free_;
-    free_ = n;
-  }
-  // Least recent untouched entries freeing at least used + bytes - budget.
+// An eviction order (LruList, LfuList) with its own budget.
+template <typename List>
+class BudgetedList {
+ public:
+  explicit BudgetedList(uint64_t budget_bytes) : budget_bytes_(budget_bytes) {}
+  void Erase(ExpertKey key) { list_.Erase(key); }
   bool MakeRoom(uint64_t bytes, const TouchedFn& touched, std::vector<ExpertKey>* victims) const {
-    if (used_bytes_ + bytes <= budget_bytes_) return true;
-    const uint64_t need = used_bytes_ + bytes - budget_bytes_;
-    const size_t first = victims->size();
-    uint64_t freed = 0;
-    for (uint32_t n = tail_; n != kNone && freed < need; n = nodes_[n].prev) {
-      if (touched(nodes_[n].key)) continue;
-      victims->push_back(nodes_[n].key);
-      freed += nodes_[n].bytes;
-    }
-    if (freed >= need) return true;
-    victims->resize(first);
-    return false;
+    return MakeRoomFrom(ExcessBytes(list_.used_bytes(), bytes, budget_bytes_), touched, victims, list_);
   }
   void Shrink(const TouchedFn& touched, std::vector<ExpertKey>* victims) const {
-    uint64_t used = used_bytes_;
-    for (uint32_t n = tail_; n != kNone && used > budget_bytes_; n = nodes_[n].prev) {
-      if (touched(nodes_[n].key)) continue;
-      victims->push_back(nodes_[n].key);
-      used -= nodes_[n].bytes;
-    }
-  }
-  uint64_t budget_bytes() const { return budget_bytes_; }
-
- private:
-  static constexpr uint32_t kNone = UINT32_MAX;
-  struct Node {
-    ExpertKey key = 0;
-    uint64_t bytes = 0;
-    uint32_t prev = kNone;  // towards the most recent
-    uint32_t next = kNone;  // towards the least recent; the free list's link when free
-  };
-  void LinkFront(uint32_t n) {
-    nodes_[n].prev = kNone;
-    nodes_[n].next = head_;
-    if (head_ != kNone) nodes_[head_].prev = n;
-    head_ = n;
-    if (tail_ == kNone) tail_ = n;
-  }
-  void Unlink(uint32_t n) {
-    const uint32_t prev = nodes_[n].prev, next = nodes_[n].next;
-    (prev != kNone ? nodes_[prev].next : head_) = next;
-    (next != kNone ? nodes_[next].prev : tail_) = prev;
+    CollectVictims(ExcessBytes(list_.used_bytes(), 0, budget_bytes_), touched, victims, list_);
   }
 
+ protected:
   uint64_t budget_bytes_;
-  uint64_t used_bytes_ = 0;
-  std::vector<Node> nodes_;
-  uint32_t head_ = kNone;  // most recently used
-  uint32_t tail_ = kNone;  // least recently used
-  uint32_t free_ = kNone;  // freed nodes, linked through next
-  KeyMap<uint32_t> index_;  // key -> node
+  List list_;
 };
 
-class LruPolicy final : public CachePolicy {
+// One recency order with its own budget.
+class LruSegment : public BudgetedList<LruList> {
  public:
-  explicit LruPolicy(uint64_t budget_bytes) : lru_(budget_bytes) {}
-  const char* name() const override { return "lru"; }
-  uint64_t budget_bytes() const override { return lru_.budget_bytes(); }
-  void OnInsert(ExpertKey key, uint64_t bytes) override { lru_.Insert(key, bytes); }
-  void OnAccess(ExpertKey key) override { lru_.Access(key); }
-  void OnErase(ExpertKey key) override { lru_.Erase(key); }
-  bool MakeRoom(ExpertKey, uint64_t bytes, const TouchedFn& touched, std::vector<ExpertKey>* victims) override {
-    return lru_.MakeRoom(bytes, touched, victims);
-  }
-  void Shrink(const TouchedFn& touched, std::vector<ExpertKey>* victims) override { lru_.Shrink(touched, victims); }
+  using BudgetedList::BudgetedList;
+  void Insert(ExpertKey key, uint64_t bytes) { list_.Insert(key, bytes); }
+  void Access(ExpertKey key) { list_.Access(key); }
+};
+
+// One frequency order with its own budget and use counts.
+class LfuSegment : public BudgetedList<LfuList> {
+ public:
+  using BudgetedList::BudgetedList;
+  void Insert(ExpertKey key, uint64_t bytes) { list_.Insert(key, bytes, uses_.Count(key)); }
+  void Access(ExpertKey key) { list_.Update(key, uses_.Count(key)); }
 
  private:
-  LruList lru_;
+  UseCounter uses_;
 };
 
-// The budget split equally (in bytes) between MoE layers; LRU inside each.
-class LayerPartitionedLruPolicy final : public CachePolicy {
+// A policy that is one segment over the whole budget.
+template <typename Segment>
+class WholePolicy final : public CachePolicy {
  public:
-  LayerPartitionedLruPolicy(uint64_t budget_bytes, uint32_t layers)
-      : budget_bytes_(budget_bytes), layers_(layers, LruList(budget_bytes / layers)) {}
-  const char* name() const override { return "layer"; }
+  WholePolicy(const char* name, uint64_t budget_bytes)
+      : name_(name), budget_bytes_(budget_bytes), segment_(budget_bytes) {}
+  const char* name() const override { return name_; }
+  uint64_t budget_bytes() const override { return budget_bytes_; }
+  void OnInsert(ExpertKey key, uint64_t bytes) override { segment_.Insert(key, bytes); }
+  void OnAccess(ExpertKey key) override { segment_.Access(key); }
+  void OnErase(ExpertKey key) override { segment_.Erase(key); }
+  bool MakeRoom(ExpertKey, uint64_t bytes, const TouchedFn& touched, std::vector<ExpertKey>* victims) override {
+    return segment_.MakeRoom(bytes, touched, victims);
+  }
+  void Shrink(const TouchedFn& touched, std::vector<ExpertKey>* victims) override { segment_.Shrink(touched, victims); }
+
+ private:
+  const char* name_;
+  uint64_t budget_bytes_;
+  Segment segment_;
+};
+
+// The budget split equally (in bytes) between MoE layers; one segment per layer.
+template <typename Segment>
+class LayerPartitionedPolicy final : public CachePolicy {
+ public:
+  LayerPartitionedPolicy(const char* name, uint64_t budget_bytes, uint32_t layers)
+      : name_(name), budget_bytes_(budget_bytes), layers_(layers, Segment(budget_bytes / layers)) {}
+  const char* name() const override { return name_; }
   uint64_t budget_bytes() const override { return budget_bytes_; }
   void OnInsert(ExpertKey key, uint64_t bytes) override { Layer(key).Insert(key, bytes); }
   void OnAccess(ExpertKey key) override { Layer(key).Access(key); }
@@ -132,28 +114,59 @@ class LayerPartitionedLruPolicy final : public CachePolicy {
     return Layer(key).MakeRoom(bytes, touched, victims);
   }
   void Shrink(const TouchedFn& touched, std::vector<ExpertKey>* victims) override {
-    for (const LruList& layer : layers_) layer.Shrink(touched, victims);
+    for (const Segment& layer : layers_) layer.Shrink(touched, victims);
   }
 
  private:
-  LruList& Layer(ExpertKey key) { return layers_.at(LayerIndexOf(key)); }
+  Segment& Layer(ExpertKey key) { return layers_.at(LayerIndexOf(key)); }
+  const char* name_;
   uint64_t budget_bytes_;
-  std::vector<LruList> layers_;
+  std::vector<Segment> layers_;
 };
 
-}  // namespace
-
-std::vector<std::string> CachePolicyNames() { return {"lru", "layer"}; }
-
-Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, const CachePolicyOptions& options) {
-  if (name == "lru") return std::unique_ptr<CachePolicy>(new LruPolicy(options.budget_bytes));
-  if (name == "layer") {
-    if (options.moe_layers == 0) return Status::InvalidArgument("policy 'layer' needs at least one MoE layer");
-    return std::unique_ptr<CachePolicy>(new LayerPartitionedLruPolicy(options.budget_bytes, options.moe_layers));
+template <typename Segment>
+Result<std::unique_ptr<CachePolicy>> MakePartitioned(const char* name, const CachePolicyOptions& options) {
+  if (options.moe_layers == 0) {
+    return Status::InvalidArgument(std::string("policy '") + name + "' needs at least one MoE layer");
   }
+  return std::unique_ptr<CachePolicy>(
+      new LayerPartitionedPolicy<Segment>(name, options.budget_bytes, options.moe_layers));
+}
+
+Status UnknownPolicy(const std::string& name) {
   std::string known;
   for (const std::string& n : CachePolicyNames()) known += (known.empty() ? "" : ", ") + n;
   return Status::InvalidArgument("unknown cache policy '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> CachePolicyNames() {
+  return {"lru", "lfu", "layer", "layerlfu", "lfru", "arc", "random", "pinned", "belady"};
+}
+
+Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, const CachePolicyOptions& options) {
+  const uint64_t budget = options.budget_bytes;
+  if (name == "lru") return std::unique_ptr<CachePolicy>(new WholePolicy<LruSegment>("lru", budget));
+  if (name == "lfu") return std::unique_ptr<CachePolicy>(new WholePolicy<LfuSegment>("lfu", budget));
+  if (name == "layer") return MakePartitioned<LruSegment>("layer", options);
+  if (name == "layerlfu") return MakePartitioned<LfuSegment>("layerlfu", options);
+  if (name == "lfru") return policy_detail::MakeLfruPolicy(budget);
+  if (name == "arc") return policy_detail::MakeArcPolicy(budget);
+  if (name == "random") return policy_detail::MakeRandomPolicy(budget, options.seed);
+  if (name == "pinned") {
+    if (options.pinned.empty()) {
+      return Status::InvalidArgument("policy 'pinned' needs a pinned set (CachePolicyOptions::pinned is empty)");
+    }
+    return policy_detail::MakePinnedPolicy(budget, options.pinned);
+  }
+  if (name == "belady") {
+    if (options.next_use == nullptr) {
+      return Status::InvalidArgument("policy 'belady' needs the future (CachePolicyOptions::next_use is null)");
+    }
+    return policy_detail::MakeBeladyPolicy(budget, options.next_use);
+  }
+  return UnknownPolicy(name);
 }
 
 }  // namespace colibri::engine

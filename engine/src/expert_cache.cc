@@ -4,7 +4,10 @@ namespace colibri::engine {
 
 ExpertCache::ExpertCache(std::unique_ptr<CachePolicy> policy, CacheMode mode) : policy_(std::move(policy)), mode_(mode) {}
 
-void ExpertCache::BeginBatch() { ++batch_; }
+void ExpertCache::BeginBatch() {
+  ++batch_;
+  policy_->OnBatchBegin(batch_ - 1);  // the policy counts batches from 0
+}
 
 bool ExpertCache::Touched(ExpertKey key) const {
   const Entry* e = entries_.Find(key);
@@ -20,6 +23,10 @@ bool ExpertCache::Lookup(ExpertKey key) {
     return false;
   }
   ++counters_.hits;
+  if (e.prefetched_unused) {
+    e.prefetched_unused = false;
+    ++counters_.prefetch_hits;
+  }
   policy_->OnAccess(key);
   return true;
 }
@@ -50,6 +57,15 @@ bool ExpertCache::Insert(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>* 
   return true;
 }
 
+bool ExpertCache::Prefetch(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>* evicted) {
+  if (Contains(key) || !Insert(key, bytes, evicted)) return false;
+  counters_.inserted_bytes -= bytes;  // Insert counts a miss's bytes; a prefetch is no miss
+  entries_.Find(key)->prefetched_unused = true;
+  ++counters_.prefetches;
+  counters_.prefetched_bytes += bytes;
+  return true;
+}
+
 void ExpertCache::EndBatch(std::vector<ExpertKey>* evicted) {
   if (mode_ != CacheMode::kEvictAfterBatch) return;
   scratch_.clear();
@@ -60,8 +76,10 @@ void ExpertCache::EndBatch(std::vector<ExpertKey>* evicted) {
 void ExpertCache::Erase(ExpertKey key) {
   Entry* e = entries_.Find(key);
   if (e == nullptr || !e->resident) return;
+  if (e->prefetched_unused) counters_.prefetch_wasted_bytes += e->bytes;
   resident_bytes_ -= e->bytes;
   --resident_entries_;
+  e->prefetched_unused = false;
   e->resident = false;
   e->bytes = 0;
   policy_->OnErase(key);

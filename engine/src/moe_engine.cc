@@ -38,7 +38,7 @@ class StorageEventSource final : public EventSource {
 Result<std::unique_ptr<ExpertCache>> MakeTier(const std::string& policy, const SlabPool& pool, uint64_t budget_bytes,
                                               bool per_layer_sizes, uint32_t layers) {
   const uint64_t budget = per_layer_sizes ? budget_bytes : pool.total_bytes();
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p, MakeCachePolicy(policy, CachePolicyOptions{budget, layers}));
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p, MakeCachePolicy(policy, PolicyOptions(budget, layers)));
   if (pool.slot_count() == 0) return std::unique_ptr<ExpertCache>();
   return std::make_unique<ExpertCache>(std::move(p), CacheMode::kHardBudget);
 }
@@ -666,6 +666,31 @@ Status MoeEngine::RouteAndRun(uint32_t layer_index, const float* logits, const f
   r.dropped_assignments = static_cast<uint32_t>(dropped.dropped_slots);
   if (backends_.observer != nullptr) backends_.observer->OnLayerBatch(r);
   return Status::Ok();
+}
+
+std::string LruCliffWarning(const std::string& tier, const std::string& policy, uint64_t budget_bytes,
+                            uint64_t token_cycle_bytes) {
+  if (policy != "lru" || budget_bytes == 0 || budget_bytes >= token_cycle_bytes) return "";
+  const auto mib = [](uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20); };
+  return tier + " budget " + mib(budget_bytes) + " MiB is below the token cycle T = " + mib(token_cycle_bytes) +
+         " MiB (every MoE layer's top-k experts): a global LRU evicts each expert before its next use, so its hit "
+         "rate will collapse to about zero. Use at least " + mib(token_cycle_bytes) +
+         " MiB, or a policy that keeps a resident set (layer, lfu, arc, pinned).";
+}
+
+uint64_t MoeEngine::token_cycle_bytes() const {
+  uint64_t bytes = 0;
+  for (uint32_t l = 0; l < model_.moe_layers; ++l) bytes += static_cast<uint64_t>(model_.top_k) * ExpertBytes(l);
+  return bytes;
+}
+
+std::vector<std::string> MoeEngine::SizingWarnings() const {
+  std::vector<std::string> out;
+  for (std::string w : {LruCliffWarning("L1", options_.l1_policy, options_.l1_bytes, token_cycle_bytes()),
+                        LruCliffWarning("L2", options_.l2_policy, options_.l2_bytes, token_cycle_bytes())}) {
+    if (!w.empty()) out.push_back(std::move(w));
+  }
+  return out;
 }
 
 TierCounters MoeEngine::l1_counters() const { return CountersOf(l1_cache_.get()); }

@@ -39,6 +39,7 @@ void LayerBatch::Clear() {
   gate_weights.clear();
   router_logits.clear();
   hidden.clear();
+  cache_outcomes.clear();
   records.clear();
 }
 
@@ -58,13 +59,14 @@ Result<bool> LayerBatchReader::Next(LayerBatch* batch) {
   const uint64_t pass_id = pending_.pass_id;
   const uint32_t layer = pending_.layer;
   batch->Clear();
-  logits_everywhere_ = hidden_everywhere_ = true;
+  logits_everywhere_ = hidden_everywhere_ = outcomes_everywhere_ = true;
   while (has_pending_ && pending_.pass_id == pass_id && pending_.layer == layer) {
     COLIBRI_RETURN_IF_ERROR(Append(batch));
     COLIBRI_RETURN_IF_ERROR(Fill().status());
   }
   if (!logits_everywhere_) batch->router_logits.clear();
   if (!hidden_everywhere_) batch->hidden.clear();
+  if (!outcomes_everywhere_) batch->cache_outcomes.clear();
   return true;
 }
 
@@ -99,6 +101,10 @@ Status LayerBatchReader::Append(LayerBatch* batch) {
   }
   hidden_everywhere_ = hidden_everywhere_ && !r.hidden_states.empty();
   if (hidden_everywhere_) AppendHidden(r.hidden_states, shape.hidden_dtype, &batch->hidden);
+  outcomes_everywhere_ = outcomes_everywhere_ && !r.cache_outcomes.empty();
+  if (outcomes_everywhere_) {
+    batch->cache_outcomes.insert(batch->cache_outcomes.end(), r.cache_outcomes.begin(), r.cache_outcomes.end());
+  }
   batch->records.push_back(RecordSpan{r.request_id, static_cast<uint32_t>(r.token_count()), r.arrival_ns});
   return Status::Ok();
 }

@@ -429,6 +429,7 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   ReplayResult out;
   out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
   out.modelled_layout = rig->modelled_layout;
+  out.warnings = rig->engine->SizingWarnings();
   out.open_loop = c.pacing == Pacing::kOpen;
   Runner runner(c, shape, rig.get(), &replayer);
   const auto wall_start = std::chrono::steady_clock::now();

@@ -9,7 +9,7 @@ namespace colibri::engine {
 namespace {
 
 ExpertCache MakeCache(const std::string& policy, uint64_t budget, CacheMode mode, uint32_t layers = 1) {
-  auto p = MakeCachePolicy(policy, CachePolicyOptions{budget, layers});
+  auto p = MakeCachePolicy(policy, PolicyOptions(budget, layers));
   EXPECT_TRUE(p.ok()) << p.status().message();
   return ExpertCache(std::move(p).value(), mode);
 }
@@ -79,9 +79,9 @@ TEST(ExpertCacheTest, LayerPolicyPartitionsTheBudget) {
 }
 
 TEST(ExpertCacheTest, UnknownPolicyIsAClearError) {
-  auto p = MakeCachePolicy("mru", CachePolicyOptions{100, 1});
+  auto p = MakeCachePolicy("mru", PolicyOptions(100, 1));
   ASSERT_FALSE(p.ok());
-  EXPECT_NE(p.status().message().find("known: lru, layer"), std::string::npos);
+  EXPECT_NE(p.status().message().find("known: lru, lfu, layer"), std::string::npos);
 }
 
 // The two modes give the same hits whenever every batch's union fits the budget.

@@ -3,6 +3,7 @@
 // per machine, the machines run by up to --jobs threads (docs/REPLAY.md).
 #include <algorithm>
 #include <filesystem>
+#include <iostream>
 #include <atomic>
 #include <cstdio>
 #include <memory>
@@ -215,6 +216,10 @@ class Storage {
 Result<Json> RunOne(const replay::ReplayConfig& c, size_t i, Storage* storage) {
   const Result<replay::ReplayResult> r = replay::RunReplay(c);
   Json entry = r.ok() ? RunJson(c, r.value()) : Json();
+  if (r.ok()) {
+    for (const std::string& w : r.value().warnings) std::cerr << "colibri: warning: " << c.machine.label << ": " << w << "\n";
+    entry["warnings"] = r.value().warnings;
+  }
   COLIBRI_RETURN_IF_ERROR(storage->Finish(i, c, r, &entry));
   COLIBRI_RETURN_IF_ERROR(r.status());
   return entry;

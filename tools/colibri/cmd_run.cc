@@ -215,6 +215,7 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   auto e = std::make_unique<Engine>();
   COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
   if (!e->local->warning.empty()) std::cerr << "colibri: warning: " << e->local->warning << "\n";
+  for (const std::string& w : e->local->moe->SizingWarnings()) std::cerr << "colibri: warning: " << w << "\n";
   const engine::ModelConfig& config = e->local->model.config();
   e->loads = std::make_unique<LoadCounter>(config.layers(), config.experts);
   e->local->moe->set_observer(e->loads.get());

@@ -22,6 +22,7 @@ void AddHwCommand(CLI::App* app, int* exit_code);               // cmd_hw.cc: hw
 void AddReplayCommand(CLI::App* app, int* exit_code);           // cmd_replay.cc
 void AddRunsCommands(CLI::App* app, int* exit_code);            // cmd_runs.cc: runs list show export delete rerun
 void AddReportCommands(CLI::App* app, int* exit_code);          // cmd_report.cc: report compare, report gate
+void AddCacheCommands(CLI::App* app, int* exit_code);           // cmd_cache.cc: cache sweep
 
 // Parses and runs one command line (argv without the program name): what
 // main() does, and what `runs rerun` does with a stored run's argv. Returns the exit code.

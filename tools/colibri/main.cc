@@ -31,6 +31,7 @@ int RunCommandLine(std::vector<std::string> args) {
   AddReplayCommand(&app, &exit_code);
   AddRunsCommands(&app, &exit_code);
   AddReportCommands(&app, &exit_code);
+  AddCacheCommands(&app, &exit_code);
 
   CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks, side by side with reference tools");
   bench->require_subcommand(1);

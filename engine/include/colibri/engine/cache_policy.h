@@ -5,8 +5,26 @@
 // (Shrink). It never chooses an entry for which `touched(key)` is true.
 // Policies are deterministic: no randomness except a seeded stream, no
 // dependence on hash-container iteration order.
-// Built-ins (MakeCachePolicy): "lru" (global least-recently-used) and
-// "layer" (the budget split equally between MoE layers, LRU inside each).
+// Built-ins (MakeCachePolicy; docs/CACHE.md defines each):
+//   "lru"       global least-recently-used;
+//   "lfu"       least-frequently-used, frequency = lookups so far (one per
+//               batch lookup, hit or miss, kept across evictions), ties to
+//               the least recently used;
+//   "layer"     the budget split equally between MoE layers, LRU inside each;
+//   "layerlfu"  the same partition, LFU inside each;
+//   "lfru"      a privileged LRU segment (half the budget) over an
+//               unprivileged LFU segment: new entries enter unprivileged, a
+//               hit promotes to privileged, privileged overflow demotes its
+//               least recent entry;
+//   "arc"       Adaptive Replacement Cache (Megiddo & Modha, FAST 2003) in
+//               bytes: recency and frequency lists with ghost lists that
+//               adapt the split;
+//   "random"    a uniformly random untouched victim from a seeded stream;
+//   "pinned"    the keys of CachePolicyOptions::pinned never leave (their
+//               bytes count in the budget); LRU over the rest;
+//   "belady"    offline optimum for replay: evict the entry whose next use
+//               (CachePolicyOptions::next_use) is furthest in batches,
+//               never-used-again first (ties to the lower key).
 // Thread-safety: not thread-safe; owned by one ExpertCache.
 #pragma once
 
@@ -16,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/engine/key_map.h"
 #include "colibri/status.h"
 
 namespace colibri::engine {
@@ -30,12 +49,30 @@ inline uint32_t ExpertOf(ExpertKey key) { return static_cast<uint32_t>(key); }
 
 using TouchedFn = std::function<bool(ExpertKey)>;
 
+// For each key, the batches (0-based numbers of the cache's layer batches, in
+// order) in which it is looked up: the future that Belady's policy reads.
+// Built by offline replay from the whole trace before the run.
+// Thread-safety: const methods may be called concurrently (one index serves
+// many simulated caches).
+class NextUseIndex {
+ public:
+  // Records that `key` is looked up in `batch`; batches must not decrease per key.
+  void Add(ExpertKey key, uint64_t batch);
+  // The first batch after `batch` in which `key` is looked up; UINT64_MAX if none.
+  uint64_t NextUseAfter(ExpertKey key, uint64_t batch) const;
+
+ private:
+  KeyMap<std::vector<uint64_t>> uses_;
+};
+
 class CachePolicy {
  public:
   virtual ~CachePolicy() = default;
   virtual const char* name() const = 0;
   virtual uint64_t budget_bytes() const = 0;
 
+  // A layer batch begins: `batch` is its 0-based number on this cache.
+  virtual void OnBatchBegin(uint64_t batch) {}
   virtual void OnInsert(ExpertKey key, uint64_t bytes) = 0;
   virtual void OnAccess(ExpertKey key) = 0;
   virtual void OnErase(ExpertKey key) = 0;
@@ -52,9 +89,22 @@ class CachePolicy {
 struct CachePolicyOptions {
   uint64_t budget_bytes = 0;
   uint32_t moe_layers = 1;  // for partitioned policies
+  uint64_t seed = 1;        // "random": the root seed of its stream
+  std::vector<ExpertKey> pinned;  // "pinned": the hot set (e.g. learned from a profiling trace)
+  std::shared_ptr<const NextUseIndex> next_use;  // "belady": required
 };
+// Options with a budget and layer count only (the other fields default).
+inline CachePolicyOptions PolicyOptions(uint64_t budget_bytes, uint32_t moe_layers) {
+  CachePolicyOptions o;
+  o.budget_bytes = budget_bytes;
+  o.moe_layers = moe_layers;
+  return o;
+}
 
-// "lru" or "layer"; an unknown name is an error listing the known ones.
+// A built-in by name; an unknown name, a missing next_use for "belady" or an
+// empty pinned set for "pinned" is an error (InvalidArgument) naming it. The
+// caller checks that a pinned set fits the budget (the policy learns sizes
+// only as entries arrive).
 Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, const CachePolicyOptions& options);
 // The names MakeCachePolicy accepts.
 std::vector<std::string> CachePolicyNames();

@@ -31,10 +31,14 @@ enum class CacheMode { kHardBudget, kEvictAfterBatch };
 
 struct CacheCounters {
   uint64_t lookups = 0;
-  uint64_t hits = 0;
+  uint64_t hits = 0;            // demand hits and prefetch hits
   uint64_t misses = 0;
   uint64_t inserted_bytes = 0;  // bytes made resident by misses
   uint64_t evictions = 0;
+  // Prefetch: entries made resident ahead of their lookup.
+  uint64_t prefetches = 0, prefetched_bytes = 0;
+  uint64_t prefetch_hits = 0;           // a lookup's first hit on a prefetched entry
+  uint64_t prefetch_wasted_bytes = 0;   // prefetched entries evicted before any lookup
 };
 
 class ExpertCache {
@@ -50,6 +54,11 @@ class ExpertCache {
   // `evicted` (the caller frees their memory). kHardBudget: false when it
   // cannot fit without evicting touched entries (nothing changes then).
   bool Insert(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>* evicted);
+  // Makes `key` resident ahead of its lookup (a prefetch), not as a lookup: a
+  // resident key is left alone (false). kHardBudget: evicts untouched entries
+  // to fit, false when it cannot; kEvictAfterBatch: always fits, and the next
+  // EndBatch evicts down to the budget (an unused prefetch is untouched).
+  bool Prefetch(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>* evicted);
   // Ends the batch; kEvictAfterBatch evicts until the budget holds.
   void EndBatch(std::vector<ExpertKey>* evicted);
   // Removes a resident entry (e.g. a slot released between waves).
@@ -70,6 +79,7 @@ class ExpertCache {
     uint64_t bytes = 0;  // when resident
     uint64_t touched_in = UINT64_MAX;  // the batch number of its last lookup (UINT64_MAX: none yet)
     bool resident = false;
+    bool prefetched_unused = false;    // resident by a prefetch, not looked up since
   };
   bool Touched(ExpertKey key) const;
   void EvictAll(const std::vector<ExpertKey>& victims, std::vector<ExpertKey>* evicted);

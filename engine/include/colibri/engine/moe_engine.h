@@ -103,6 +103,15 @@ struct TierCounters {
   uint64_t misses = 0;
 };
 
+// The LRU cliff guard: a global LRU tier whose budget is below the token
+// cycle T (the bytes of every MoE layer's top-k experts: what one token
+// touches) evicts each expert before its next use, so its hit rate collapses
+// to about zero. Returns the warning for `tier` ("L1", "L2") when that is the
+// case (policy "lru", 0 < budget < T), naming the sizes and what avoids it;
+// empty otherwise.
+std::string LruCliffWarning(const std::string& tier, const std::string& policy, uint64_t budget_bytes,
+                            uint64_t token_cycle_bytes);
+
 class MoeEngine {
  public:
   // Validates the model, options and backends (budgets below one expert,
@@ -134,6 +143,10 @@ class MoeEngine {
   uint64_t ExpertBytes(uint32_t layer_index) const {
     return model_.layer_expert_bytes.empty() ? model_.layout.block_bytes : model_.layer_expert_bytes[layer_index];
   }
+  // T = sum over MoE layers of top_k x ExpertBytes(layer).
+  uint64_t token_cycle_bytes() const;
+  // LruCliffWarning for L1 and L2 as configured (none, one or two lines).
+  std::vector<std::string> SizingWarnings() const;
   // Whether the compute backend reads data (inputs gathered, outputs aggregated).
   bool moves_data() const { return moves_data_; }
   // Replaces the observer (null: none); e.g. a recorder made after the engine.

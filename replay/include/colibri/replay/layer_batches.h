@@ -36,6 +36,7 @@ struct LayerBatch {
   std::vector<float> gate_weights;   // tokens x top_k; 1/top_k each where the trace has none
   std::vector<float> router_logits;  // tokens x experts; empty unless every record has them
   std::vector<float> hidden;         // tokens x hidden_size, fp32; empty unless every record has them
+  std::vector<uint8_t> cache_outcomes;  // tokens x top_k; empty unless every record has them
   std::vector<RecordSpan> records;  // the batch's records in order: which rows came from which request
   size_t tokens() const { return rows.size(); }
   // Empties every field (a new field is reset here too), keeping the vectors'
@@ -59,6 +60,7 @@ class LayerBatchReader {
   bool ended_ = false;
   bool logits_everywhere_ = true;
   bool hidden_everywhere_ = true;
+  bool outcomes_everywhere_ = true;
   std::vector<float> hidden_row_;
 };
 

@@ -127,6 +127,7 @@ struct ReplayResult {
   std::vector<std::vector<uint64_t>> expert_load_counts;  // [MoE layer index][expert] selections
   std::vector<reports::HitRatePoint> hit_rate;      // cumulative, in run order
   std::string modelled_layout;    // how the expert shape was modelled (dtype, H, I, block bytes)
+  std::vector<std::string> warnings;  // the engine's sizing warnings (the LRU cliff guard)
 };
 
 Result<ReplayResult> RunReplay(const ReplayConfig& config);
