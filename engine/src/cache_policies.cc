@@ -156,13 +156,15 @@ Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, co
   if (name == "random") return policy_detail::MakeRandomPolicy(budget, options.seed);
   if (name == "pinned") {
     if (options.pinned.empty()) {
-      return Status::InvalidArgument("policy 'pinned' needs a pinned set (CachePolicyOptions::pinned is empty)");
+      return Status::InvalidArgument("policy 'pinned' needs a hot set: it runs in the cache lab (colibri cache sweep --pin-from "
+                                     "TRACE --pin-bytes B)");
     }
     return policy_detail::MakePinnedPolicy(budget, options.pinned);
   }
   if (name == "belady") {
     if (options.next_use == nullptr) {
-      return Status::InvalidArgument("policy 'belady' needs the future (CachePolicyOptions::next_use is null)");
+      return Status::InvalidArgument("policy 'belady' is the offline optimum and needs the trace's future: it runs in the cache "
+                                     "lab (colibri cache sweep), not in the engine");
     }
     return policy_detail::MakeBeladyPolicy(budget, options.next_use);
   }

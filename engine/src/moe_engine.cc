@@ -675,7 +675,7 @@ std::string LruCliffWarning(const std::string& tier, const std::string& policy, 
   return tier + " budget " + mib(budget_bytes) + " MiB is below the token cycle T = " + mib(token_cycle_bytes) +
          " MiB (every MoE layer's top-k experts): a global LRU evicts each expert before its next use, so its hit "
          "rate will collapse to about zero. Use at least " + mib(token_cycle_bytes) +
-         " MiB, or a policy that keeps a resident set (layer, lfu, arc, pinned).";
+         " MiB, or a policy that keeps a resident set (lfu, layerlfu, layer).";
 }
 
 uint64_t MoeEngine::token_cycle_bytes() const {

@@ -78,10 +78,10 @@ TEST(CachePolicyTest, NamesAndErrors) {
   EXPECT_NE(unknown.status().message().find(known), std::string::npos);
   auto belady = MakeCachePolicy("belady", Options(100));
   ASSERT_FALSE(belady.ok());
-  EXPECT_NE(belady.status().message().find("next_use"), std::string::npos);
+  EXPECT_NE(belady.status().message().find("cache sweep"), std::string::npos);
   auto pinned = MakeCachePolicy("pinned", Options(100));
   ASSERT_FALSE(pinned.ok());
-  EXPECT_NE(pinned.status().message().find("pinned"), std::string::npos);
+  EXPECT_NE(pinned.status().message().find("hot set"), std::string::npos);
   EXPECT_FALSE(MakeCachePolicy("layerlfu", Options(100, 0)).ok());
 
   CachePolicyOptions full = Options(100, 2);
