@@ -5,8 +5,11 @@
 // drew something and write the verdict to <body data-render-check> (tests read
 // it through chromium --dump-dom).
 //
+// RenderCurvesHtml (curves_html.h): a page of line charts and a table, drawn by
+// the same line-chart code, styles and check script.
+//
 // Deterministic: numbers through std::to_chars (never the locale), data in the
-// Comparison's order or its maps' key order, no clock.
+// Comparison's order or its maps' key order (the CurvesPage's order), no clock.
 
 #include <algorithm>
 #include <array>
@@ -25,6 +28,7 @@
 #include <vector>
 
 #include "colibri/reports/compare.h"
+#include "colibri/reports/curves_html.h"
 
 namespace colibri::reports {
 
@@ -160,10 +164,17 @@ std::string RunHeading(const Comparison& c, size_t run) {
   return out;
 }
 
-std::string Legend(const Comparison& c, const std::vector<bool>& has_data) {
+std::vector<std::string> RunNames(const Comparison& c) {
+  std::vector<std::string> names;
+  for (const RunSummary& r : c.runs) names.push_back(RunName(r));
+  return names;
+}
+
+// One key per series: its swatch and its name (HTML).
+std::string Legend(const std::vector<std::string>& names, const std::vector<bool>& has_data) {
   std::string out = "<div class=\"legend\">";
-  for (size_t i = 0; i < c.runs.size(); ++i) {
-    out += "<span class=\"key\">" + Swatch(i) + RunName(c.runs[i]);
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += "<span class=\"key\">" + Swatch(i) + names[i];
     if (!has_data[i]) out += " <em>(no data)</em>";
     out += "</span>";
   }
@@ -313,7 +324,9 @@ struct LineChartSpec {
   Frame frame;
   std::vector<Tick> x_ticks, y_ticks;
   std::vector<Tick> y_marks;  // dashed reference lines, labelled on the right
+  std::vector<Tick> x_marks;  // dashed reference lines, labelled at the top
   std::string x_title, y_title;
+  bool dots = false;  // a dot at every point (a lone point always gets one)
 };
 
 std::string Coord(double v) { return Fixed(v, 1); }
@@ -334,6 +347,20 @@ std::string Line(double x1, double y1, double x2, double y2, const char* cls) {
          Coord(x2) + "\" y2=\"" + Coord(y2) + "\"/>";
 }
 
+std::string Marks(const LineChartSpec& s) {
+  const Frame& f = s.frame;
+  const double x0 = Frame::kLeft, x1 = Frame::kWidth - Frame::kRight;
+  const double y0 = Frame::kHeight - Frame::kBottom, y1 = Frame::kTop;
+  std::string out;
+  for (const Tick& t : s.y_marks) {
+    out += Line(x0, f.Y(t.value), x1, f.Y(t.value), "mark") + Text(x1 + 4, f.Y(t.value) + 4, "start", t.label);
+  }
+  for (const Tick& t : s.x_marks) {
+    out += Line(f.X(t.value), y0, f.X(t.value), y1, "mark") + Text(f.X(t.value) + 4, y1 + 12, "start", t.label);
+  }
+  return out;
+}
+
 std::string Axes(const LineChartSpec& s) {
   const Frame& f = s.frame;
   const double x0 = Frame::kLeft, x1 = Frame::kWidth - Frame::kRight;
@@ -351,35 +378,34 @@ std::string Axes(const LineChartSpec& s) {
   for (const Tick& t : s.y_ticks) {
     out += Line(x0, f.Y(t.value), x1, f.Y(t.value), "gridline") + Text(x0 - 6, f.Y(t.value) + 4, "end", t.label);
   }
-  for (const Tick& t : s.y_marks) {
-    out += Line(x0, f.Y(t.value), x1, f.Y(t.value), "mark") + Text(x1 + 4, f.Y(t.value) + 4, "start", t.label);
-  }
-  out += Line(x0, y0, x1, y0, "axis") + Line(x0, y0, x0, y1, "axis");
+  out += Marks(s) + Line(x0, y0, x1, y0, "axis") + Line(x0, y0, x0, y1, "axis");
   out += Text((x0 + x1) / 2, Frame::kHeight - 8, "middle", s.x_title, "title");
   return out + "<text class=\"title\" transform=\"translate(14 " + Coord((y0 + y1) / 2) +
          ") rotate(-90)\" text-anchor=\"middle\">" + s.y_title + "</text>";
 }
 
-std::string SeriesSvg(const Frame& f, const Points& points, size_t run) {
+std::string SeriesSvg(const Frame& f, const Points& points, size_t run, bool dots) {
   std::string coords;
   for (const auto& [x, y] : points) coords += (coords.empty() ? "" : " ") + Coord(f.X(x)) + "," + Coord(f.Y(y));
   std::string out = "<polyline class=\"data line\" points=\"" + coords + "\"" + RunStroke(run) + "/>";
-  if (points.size() == 1) {  // a lone point draws no line
-    out += "<circle class=\"data\" cx=\"" + Coord(f.X(points[0].first)) + "\" cy=\"" +
-           Coord(f.Y(points[0].second)) + "\" r=\"3\" fill=\"" + kPalette[run % kPalette.size()] + "\"/>";
+  if (!dots && points.size() > 1) return out;  // a lone point draws no line
+  for (const auto& [x, y] : points) {
+    out += "<circle class=\"data\" cx=\"" + Coord(f.X(x)) + "\" cy=\"" + Coord(f.Y(y)) + "\" r=\"3\" fill=\"" +
+           kPalette[run % kPalette.size()] + "\"/>";
   }
   return out;
 }
 
-// One chart, one series per run (empty: that run has no data), and its legend.
-std::string LineChart(const Comparison& c, const LineChartSpec& spec, const std::vector<Points>& series) {
+// One chart, one series per name (empty: no data for that name), and its legend; names are HTML.
+std::string LineChart(const LineChartSpec& spec, const std::vector<Points>& series,
+                      const std::vector<std::string>& names) {
   std::string out = OpenSvg(spec.kind, spec.name, Frame::kWidth, Frame::kHeight) + Axes(spec);
   std::vector<bool> has_data;
   for (size_t i = 0; i < series.size(); ++i) {
     has_data.push_back(!series[i].empty());
-    if (has_data.back()) out += SeriesSvg(spec.frame, series[i], i);
+    if (has_data.back()) out += SeriesSvg(spec.frame, series[i], i, spec.dots);
   }
-  return out + "</svg>" + Legend(c, has_data);
+  return out + "</svg>" + Legend(names, has_data);
 }
 
 // Nice steps (1, 2 or 5 x 10^k), about `target` of them over [lo, hi].
@@ -422,6 +448,12 @@ std::vector<Tick> Ticks(const std::vector<double>& values, Format format) {
   return ticks;
 }
 
+// A log axis over [lo, hi] (both > 0), padded a little (a factor of 2 around a single value).
+Axis PaddedLogAxis(double lo, double hi) {
+  const double pad = lo == hi ? 2 : std::pow(hi / lo, 0.03);
+  return Axis{lo / pad, hi * pad, true};
+}
+
 // ---------------------------------------------------------------- latency CDFs
 
 // The empirical CDF as steps: up at each value, flat between.
@@ -437,7 +469,7 @@ Points CdfSteps(const std::vector<CdfPoint>& cdf) {
   return out;
 }
 
-// The log axis over every run's positive values, padded a little (a factor of 2 around a single value).
+// The log axis over every run's positive values.
 Axis CdfAxis(const std::vector<const std::vector<CdfPoint>*>& cdfs) {
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (const auto* cdf : cdfs) {
@@ -447,8 +479,7 @@ Axis CdfAxis(const std::vector<const std::vector<CdfPoint>*>& cdfs) {
     }
   }
   if (lo > hi) lo = hi = 1;  // every value 0
-  const double pad = lo == hi ? 2 : std::pow(hi / lo, 0.03);
-  return Axis{lo / pad, hi * pad, true};
+  return PaddedLogAxis(lo, hi);
 }
 
 std::string CdfChart(const Comparison& c, const std::string& name) {
@@ -469,11 +500,13 @@ std::string CdfChart(const Comparison& c, const std::string& name) {
                            .x_ticks = Ticks(LogTickValues(frame.x.lo, frame.x.hi), TimeLabel),
                            .y_ticks = Ticks(LinearTickValues(0, 1, 5), [](double v) { return Fixed(v, 1); }),
                            .y_marks = {{0.5, "p50"}, {0.9, "p90"}, {0.99, "p99"}},
+                           .x_marks = {},
                            .x_title = "latency (log scale)",
-                           .y_title = "fraction of samples ≤ latency"};
+                           .y_title = "fraction of samples ≤ latency",
+                           .dots = false};
   std::vector<Points> series;
   for (const auto* cdf : cdfs) series.push_back(CdfSteps(*cdf));
-  return Figure(caption, LineChart(c, spec, series));
+  return Figure(caption, LineChart(spec, series, RunNames(c)));
 }
 
 std::string RenderCdfs(const Comparison& c) {
@@ -521,9 +554,11 @@ std::string RenderHitRate(const Comparison& c) {
                            .x_ticks = Ticks(LinearTickValues(frame.x.lo, frame.x.hi, 6), CountLabel),
                            .y_ticks = Ticks(LinearTickValues(y_lo, 100, 5), [](double v) { return Fixed(v, 0) + "%"; }),
                            .y_marks = {},
+                           .x_marks = {},
                            .x_title = "layer batches run",
-                           .y_title = "served from cache (cumulative)"};
-  return out + Figure("Cumulative share of expert lookups served from cache", LineChart(c, spec, series));
+                           .y_title = "served from cache (cumulative)",
+                           .dots = false};
+  return out + Figure("Cumulative share of expert lookups served from cache", LineChart(spec, series, RunNames(c)));
 }
 
 // ---------------------------------------------------------------- expert-load heat maps
@@ -670,22 +705,106 @@ window.addEventListener("load", function () {
 });
 )";
 
+// The page up to <body>; `title` is HTML, `css` is added to the shared style sheet.
+std::string OpenPage(const std::string& title, std::string_view css = "") {
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
+         title + "</title><style>" + std::string(kCss) + std::string(css) + "</style></head><body>\n";
+}
+
+std::string ClosePage() { return "<script>" + std::string(kCheckScript) + "</script>\n</body></html>\n"; }
+
 std::string PageTitle(const Comparison& c) {
   std::string out = "Colibri comparison:";
   for (const RunSummary& r : c.runs) out += " #" + std::to_string(r.info.run_id);
   return out;
 }
 
+// ---------------------------------------------------------------- curves (curves_html.h)
+
+constexpr std::string_view kCurvesCss = R"(.lead{margin:0 0 4px}
+.charts+.scroll{margin-top:8px}
+table.curves td{text-align:right;white-space:nowrap}
+table.curves th:not(:first-child){text-align:right}
+table.curves td:first-child{text-align:left}
+)";
+
+// The x axis over every point and the marker; a log axis keeps only x > 0.
+Axis CurvesXAxis(const CurvesChart& chart) {
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  auto take = [&](double x) {
+    if (chart.log_x && x <= 0) return;
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  };
+  for (const CurveSeries& s : chart.series) {
+    for (const auto& point : s.points) take(point.first);
+  }
+  if (chart.x_marker) take(chart.x_marker->first);
+  if (lo > hi) lo = hi = 1;  // no usable x
+  if (chart.log_x) return PaddedLogAxis(lo, hi);
+  return Axis{lo, lo == hi ? lo + 1 : hi, false};
+}
+
+std::string AxisLabel(double v) { return Significant(v, 3, true); }
+
+std::string CurvesChartHtml(const CurvesChart& chart) {
+  const std::string caption = Escape(chart.title);
+  const auto no_points = [](const CurveSeries& s) { return s.points.empty(); };
+  if (std::all_of(chart.series.begin(), chart.series.end(), no_points)) return Figure(caption, Note("No points."));
+  const Frame frame{CurvesXAxis(chart), Axis{chart.y_min, chart.y_max, false}};
+  const std::vector<double> x_ticks =
+      chart.log_x ? LogTickValues(frame.x.lo, frame.x.hi) : LinearTickValues(frame.x.lo, frame.x.hi, 6);
+  LineChartSpec spec{.kind = "curves",
+                     .name = chart.name,
+                     .frame = frame,
+                     .x_ticks = Ticks(x_ticks, AxisLabel),
+                     .y_ticks = Ticks(LinearTickValues(chart.y_min, chart.y_max, 5), AxisLabel),
+                     .y_marks = {},
+                     .x_marks = {},
+                     .x_title = Escape(chart.x_label),
+                     .y_title = Escape(chart.y_label),
+                     .dots = true};
+  if (chart.x_marker) spec.x_marks.push_back({chart.x_marker->first, Escape(chart.x_marker->second)});
+  std::vector<Points> series;
+  std::vector<std::string> names;
+  for (const CurveSeries& s : chart.series) {
+    series.push_back(s.points);
+    names.push_back(Escape(s.label));
+  }
+  return Figure(caption, LineChart(spec, series, names));
+}
+
+std::string CellsHtml(const char* tag, const std::vector<std::string>& cells) {
+  std::string out = "<tr>";
+  for (const std::string& cell : cells) out += "<" + std::string(tag) + ">" + Escape(cell) + "</" + tag + ">";
+  return out + "</tr>";
+}
+
+std::string CurvesTable(const CurvesPage& page) {
+  if (page.table_header.empty() && page.table_rows.empty()) return "";
+  std::string out = "<div class=\"scroll\"><table class=\"curves\"><thead>" + CellsHtml("th", page.table_header) +
+                    "</thead><tbody>";
+  for (const std::vector<std::string>& row : page.table_rows) out += CellsHtml("td", row);
+  return out + "</tbody></table></div>";
+}
+
 }  // namespace
 
 std::string RenderHtml(const Comparison& c) {
-  std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>" +
-                    PageTitle(c) + "</title><style>" + std::string(kCss) + "</style></head><body>\n";
+  std::string out = OpenPage(PageTitle(c));
   if (c.runs.empty()) return out + Note("No runs to compare.") + "</body></html>\n";
   out += RenderHeader(c) + "\n" + RenderMetrics(c) + "\n" + RenderCdfs(c) + "\n" + RenderHeatMaps(c) + "\n" +
          RenderHitRate(c) + "\n" + RenderStability(c) + "\n";
-  return out + "<script>" + std::string(kCheckScript) + "</script>\n</body></html>\n";
+  return out + ClosePage();
+}
+
+std::string RenderCurvesHtml(const CurvesPage& page) {
+  std::string out = OpenPage(Escape(page.title), kCurvesCss) + "<h1>" + Escape(page.title) + "</h1>\n";
+  for (const std::string& note : page.notes) out += "<p class=\"lead\">" + Escape(note) + "</p>";
+  out += "\n<div class=\"charts\">";
+  for (const CurvesChart& chart : page.charts) out += CurvesChartHtml(chart);
+  return out + "</div>\n" + CurvesTable(page) + "\n" + ClosePage();
 }
 
 }  // namespace colibri::reports

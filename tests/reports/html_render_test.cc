@@ -1,11 +1,13 @@
 // RenderHtml (compare.h) on a Comparison built in memory: the page is
 // self-contained, escapes data, is deterministic, formats values by unit, notes
 // missing data in text -- and, in a real headless Chromium, every chart draws,
-// nothing logs to the console and the screenshot is not blank.
+// nothing logs to the console and the screenshot is not blank. The same for
+// RenderCurvesHtml (curves_html.h) on a CurvesPage, with its marker.
 //
 // The browser test needs chromium (tools/install-deps.sh installs it) and
 // python3; COLIBRI_SKIP_BROWSER_TESTS=1 skips it.
 #include "colibri/reports/compare.h"
+#include "colibri/reports/curves_html.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -194,6 +196,82 @@ TEST(HtmlRender, SaysInTextWhenDataIsMissing) {
   EXPECT_NE(html.find("No samples in any run."), std::string::npos);
 }
 
+// ---------------------------------------------------------------- curves
+
+constexpr char kHostileSeries[] = "lru <b>&</b> 'x'";
+
+// Two charts of three series (one a lone point), the token-cycle marker, notes and a table.
+CurvesPage MakeCurvesPage() {
+  CurvesPage page{.title = "Colibri cache sweep: \"a<b>.ctrace\"",
+                  .notes = {"a<b>.ctrace: 6192 layer batches, token cycle T = 785 MiB", "warning: <below T>"},
+                  .charts = {},
+                  .table_header = {"policy", "budget MiB", "hit% decode"},
+                  .table_rows = {{kHostileSeries, "500 <T", "0.00"}, {"belady", "500 <T", "45.30"}}};
+  for (const char* name : {"decode", "cumulative"}) {
+    page.charts.push_back({.name = name,
+                           .title = std::string(name) + " hit % by budget",
+                           .x_label = "budget (MiB, log scale)",
+                           .y_label = "hit %",
+                           .log_x = true,
+                           .y_min = 0,
+                           .y_max = 100,
+                           .series = {{kHostileSeries, {{500, 0}, {1000, 37.7}, {4000, 80.3}, {8000, 96}}},
+                                      {"belady", {{500, 45.3}, {1000, 62.7}, {4000, 92.7}, {8000, 97.1}}},
+                                      {"lfu+coact", {{2000, 60}}}},
+                           .x_marker = std::pair{785.0, "T = 785 MiB"}});
+  }
+  return page;
+}
+
+TEST(HtmlCurves, IsSelfContained) {
+  const std::string html = RenderCurvesHtml(MakeCurvesPage());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* outside : {"http://", "https://", "src=", "<link", "@import", "url("}) {
+    EXPECT_EQ(html.find(outside), std::string::npos) << outside;
+  }
+  EXPECT_EQ(Count(html, "<script>"), 1u);  // the render check only
+}
+
+TEST(HtmlCurves, EscapesStringsFromData) {
+  const std::string html = RenderCurvesHtml(MakeCurvesPage());
+  EXPECT_EQ(html.find(kHostileSeries), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_EQ(Count(html, "lru &lt;b&gt;&amp;&lt;/b&gt; &#39;x&#39;"), 2u + 1);  // two legends, one table row
+  EXPECT_NE(html.find("<title>Colibri cache sweep: &quot;a&lt;b&gt;.ctrace&quot;</title>"), std::string::npos);
+  EXPECT_NE(html.find("warning: &lt;below T&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<td>500 &lt;T</td>"), std::string::npos);
+}
+
+TEST(HtmlCurves, IsDeterministic) {
+  const CurvesPage page = MakeCurvesPage();
+  const std::string first = RenderCurvesHtml(page);
+  EXPECT_EQ(first, RenderCurvesHtml(page));
+  EXPECT_EQ(first, RenderCurvesHtml(MakeCurvesPage()));
+}
+
+TEST(HtmlCurves, DrawsEveryChartWithTheMarker) {
+  const std::string html = RenderCurvesHtml(MakeCurvesPage());
+  EXPECT_EQ(Count(html, "<svg class=\"chart\""), 2u);
+  EXPECT_NE(html.find("data-chart=\"curves:decode\""), std::string::npos);
+  EXPECT_NE(html.find("data-chart=\"curves:cumulative\""), std::string::npos);
+  EXPECT_EQ(Count(html, "<polyline class=\"data line\""), 2u * 3);
+  EXPECT_EQ(Count(html, "<circle class=\"data\""), 2u * (4 + 4 + 1));  // a dot per point
+  EXPECT_EQ(Count(html, "<line class=\"mark\""), 2u);                // T, vertical
+  EXPECT_EQ(Count(html, ">T = 785 MiB</text>"), 2u);
+  for (const char* tick : {">500</text>", ">1000</text>", ">5000</text>", ">100</text>"}) {
+    EXPECT_NE(html.find(tick), std::string::npos) << tick;
+  }
+  EXPECT_EQ(Count(html, "<tr><td>"), 2u);
+}
+
+TEST(HtmlCurves, SaysInTextWhenAChartHasNoPoints) {
+  CurvesPage page = MakeCurvesPage();
+  for (CurveSeries& s : page.charts[1].series) s.points.clear();
+  const std::string html = RenderCurvesHtml(page);
+  EXPECT_EQ(Count(html, "<svg class=\"chart\""), 1u);
+  EXPECT_NE(html.find("No points."), std::string::npos);
+}
+
 // ---------------------------------------------------------------- in a real browser
 
 std::string FindBrowser() {
@@ -261,7 +339,8 @@ class ScratchDir {
   fs::path path_;
 };
 
-TEST(HtmlRender, DrawsInHeadlessChromium) {
+// Renders `page` in headless Chromium: `charts` charts, each drawn, no console line, a screenshot not blank.
+void CheckInChromium(const std::string& page, int charts) {
   const char* skip = std::getenv("COLIBRI_SKIP_BROWSER_TESTS");
   if (skip && std::string(skip) == "1") GTEST_SKIP() << "COLIBRI_SKIP_BROWSER_TESTS=1";
   const std::string browser = FindBrowser();
@@ -269,7 +348,7 @@ TEST(HtmlRender, DrawsInHeadlessChromium) {
                                    "tools/install-deps.sh (it installs chromium), or set COLIBRI_SKIP_BROWSER_TESTS=1";
   ScratchDir dir;
   const fs::path html = dir.path() / "compare.html", png = dir.path() / "page.png";
-  std::ofstream(html, std::ios::binary) << RenderHtml(MakeComparison());
+  std::ofstream(html, std::ios::binary) << page;
   // As root Chromium needs --no-sandbox; its own profile keeps parallel runs apart.
   const std::string chromium = "timeout 60 " + Quote(browser) + " --headless --no-sandbox --disable-gpu" +
                                " --user-data-dir=" + Quote((dir.path() / "profile").string());
@@ -286,7 +365,7 @@ TEST(HtmlRender, DrawsInHeadlessChromium) {
 
   const nlohmann::json check = RenderCheck(ReadFile(dom));
   ASSERT_TRUE(check.is_object()) << "no data-render-check in the dumped DOM: the script did not run";
-  EXPECT_EQ(check.value("charts", -1), kExpectedCharts) << check.dump();
+  EXPECT_EQ(check.value("charts", -1), charts) << check.dump();
   EXPECT_EQ(check.value("empty", nlohmann::json::array()), nlohmann::json::array()) << check.dump();
   // The page writes nothing to the console: any console line is an error or a stray message.
   EXPECT_EQ(ConsoleLines(ReadFile(log)), std::vector<std::string>{});
@@ -300,6 +379,10 @@ TEST(HtmlRender, DrawsInHeadlessChromium) {
   EXPECT_GE(image["nonwhite"].get<double>(), 0.01) << image.dump();
   EXPECT_GE(image["colours"].get<int>(), 8) << image.dump();
 }
+
+TEST(HtmlRender, DrawsInHeadlessChromium) { CheckInChromium(RenderHtml(MakeComparison()), kExpectedCharts); }
+
+TEST(HtmlCurves, DrawsInHeadlessChromium) { CheckInChromium(RenderCurvesHtml(MakeCurvesPage()), 2); }
 
 }  // namespace
 }  // namespace colibri::reports

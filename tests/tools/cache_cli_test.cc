@@ -1,6 +1,7 @@
 // `colibri cache sweep` on the bundled sample: the JSON the issue names, the
 // Belady ceiling above every policy, the LRU cliff warning below the token
-// cycle, the recorded outcome beside the curves, and bad input as exit 2.
+// cycle, the recorded outcome beside the curves, the curves as an HTML page, and
+// bad input as exit 2.
 #include <gtest/gtest.h>
 
 #include "cli_test_util.h"
@@ -39,6 +40,21 @@ TEST_F(CacheCliTest, CsvAndMarkdown) {
   const Outcome md = Colibri("cache sweep " + kSampleTrace + " --budgets-mib 4000 --policies lru --format md");
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("| lru | 4000 |"), std::string::npos) << md.out;
+}
+
+TEST_F(CacheCliTest, HtmlWritesBothChartsWithTheTokenCycle) {
+  const std::string page = dir_.File("sweep.html");
+  const Outcome run = Colibri("cache sweep " + kSampleTrace + " --budgets-mib 500,4000 --policies lru,belady " +
+                              "--format html -o " + page);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const std::string html = traces::testing::ReadFileBytes(page);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  const std::string chart = "<svg class=\"chart\"";
+  size_t charts = 0;
+  for (size_t at = html.find(chart); at != std::string::npos; at = html.find(chart, at + 1)) ++charts;
+  EXPECT_EQ(charts, 2u);  // decode and cumulative
+  EXPECT_NE(html.find(">T = "), std::string::npos);
+  EXPECT_NE(html.find("<td>500 &lt;T</td>"), std::string::npos);  // the table, escaped
 }
 
 TEST_F(CacheCliTest, BadInputIsExitCodeTwo) {

@@ -3,14 +3,17 @@
 // shared accounting, with Belady's offline optimum as the ceiling and the
 // token cycle T marked (docs/CACHE.md).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli_common.h"
 #include "colibri/engine/moe_engine.h"
 #include "colibri/replay/cache_lab.h"
+#include "colibri/reports/curves_html.h"
 #include "commands.h"
 #include "latency_json.h"
 
@@ -155,37 +158,43 @@ std::string Label(const Json& r) {
   return r["policy"].get<std::string>() + (prefetch == "none" ? "" : "+" + prefetch);
 }
 
-std::string Table(const Json& j, bool markdown) {
-  std::string out;
+// A table row's cells: the columns below.
+using Cells = std::array<std::string, 8>;
+const Cells kColumns = {"policy",   "budget MiB",          "hit% decode", "hit% cum",
+                        "read GiB", "gap to Belady (pts)", "prec",        "recall"};
+
+std::string TwoDecimals(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", v);
+  return text;
+}
+
+// One result row as the tables show it; prefetch accuracy "-" for rows without prefetch.
+Cells RowCells(const Json& r) {
+  auto stat = [&](const char* k) {
+    return r.contains("prefetch_stats") ? TwoDecimals(r["prefetch_stats"][k].get<double>()) : std::string("-");
+  };
+  const std::string budget = std::to_string(std::llround(r["budget_mib"].get<double>())) +
+                             (r["below_token_cycle"].get<bool>() ? " <T" : "");
+  const double gap = r["belady_gap_pts"].is_null() ? NAN : r["belady_gap_pts"].get<double>();
+  return {Label(r), budget, TwoDecimals(r["hit_pct_decode"].get<double>()), TwoDecimals(r["hit_pct_cum"].get<double>()),
+          TwoDecimals(r["read_bytes"].get<double>() / (kMiB * 1024)), TwoDecimals(gap), stat("precision"),
+          stat("recall")};
+}
+
+std::string TableLine(bool markdown, const Cells& c) {
+  const char* format = markdown ? "| %s | %s | %s | %s | %s | %s | %s | %s |\n"
+                                : "%-16s  %10s  %11s  %9s  %9s  %19s  %6s  %6s\n";
   char line[512];
-  const char* header[] = {"policy", "budget MiB", "hit% decode", "hit% cum", "read GiB", "gap to Belady (pts)", "prec", "recall"};
-  if (markdown) {
-    out += "|";
-    for (const char* h : header) out += std::string(" ") + h + " |";
-    out += "\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
-  } else {
-    std::snprintf(line, sizeof(line), "%-16s  %10s  %11s  %9s  %9s  %19s  %6s  %6s\n", header[0], header[1], header[2],
-                  header[3], header[4], header[5], header[6], header[7]);
-    out += line;
-  }
-  for (const Json& r : j["results"]) {
-    // Prefetch accuracy, "-" for rows without prefetch.
-    auto stat = [&](const char* k) {
-      if (!r.contains("prefetch_stats")) return std::string("-");
-      char v[16];
-      std::snprintf(v, sizeof(v), "%.2f", r["prefetch_stats"][k].get<double>());
-      return std::string(v);
-    };
-    const std::string budget = std::to_string(std::llround(r["budget_mib"].get<double>())) +
-                               (r["below_token_cycle"].get<bool>() ? " <T" : "");
-    const double gap = r["belady_gap_pts"].is_null() ? NAN : r["belady_gap_pts"].get<double>();
-    const char* format = markdown ? "| %s | %s | %.2f | %.2f | %.2f | %.2f | %s | %s |\n"
-                                  : "%-16s  %10s  %11.2f  %9.2f  %9.2f  %19.2f  %6s  %6s\n";
-    std::snprintf(line, sizeof(line), format, Label(r).c_str(), budget.c_str(), r["hit_pct_decode"].get<double>(),
-                  r["hit_pct_cum"].get<double>(), r["read_bytes"].get<double>() / (kMiB * 1024), gap,
-                  stat("precision").c_str(), stat("recall").c_str());
-    out += line;
-  }
+  std::snprintf(line, sizeof(line), format, c[0].c_str(), c[1].c_str(), c[2].c_str(), c[3].c_str(), c[4].c_str(),
+                c[5].c_str(), c[6].c_str(), c[7].c_str());
+  return line;
+}
+
+std::string Table(const Json& j, bool markdown) {
+  std::string out = TableLine(markdown, kColumns);
+  if (markdown) out += "|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const Json& r : j["results"]) out += TableLine(markdown, RowCells(r));
   return out;
 }
 
@@ -199,21 +208,67 @@ std::string Csv(const Json& j) {
   return out;
 }
 
+// The lines above the table: the trace and its token cycle, the capture's own hit rates when recorded.
+std::vector<std::string> HeadLines(const SweepFlags& f, const Json& j) {
+  char line[256];
+  std::snprintf(line, sizeof(line), "%s: %zu layer batches, token cycle T = %.0f MiB", f.trace.c_str(),
+                j["layer_batches"].get<size_t>(), j["token_cycle_mib"].get<double>());
+  std::vector<std::string> out{line};
+  if (j.contains("recorded")) {
+    std::snprintf(line, sizeof(line), "recorded by the capture: hit %.2f%% decode, %.2f%% cumulative",
+                  j["recorded"]["hit_pct_decode"].get<double>(), j["recorded"]["hit_pct_cum"].get<double>());
+    out.push_back(line);
+  }
+  return out;
+}
+
+// One curve per (policy, prefetch) label, in the results' order, points by budget: (budget MiB, r[key]).
+std::vector<reports::CurveSeries> Curves(const Json& j, const char* key) {
+  std::vector<reports::CurveSeries> out;
+  for (const Json& r : j["results"]) {
+    const std::string label = Label(r);
+    auto it = std::find_if(out.begin(), out.end(), [&](const reports::CurveSeries& s) { return s.label == label; });
+    if (it == out.end()) it = out.insert(out.end(), reports::CurveSeries{label, {}});
+    it->points.emplace_back(r["budget_mib"].get<double>(), r[key].get<double>());
+  }
+  for (reports::CurveSeries& s : out) std::sort(s.points.begin(), s.points.end());
+  return out;
+}
+
+reports::CurvesChart HitChart(const Json& j, const char* name, const char* what, const char* key) {
+  const double t = j["token_cycle_mib"].get<double>();
+  return {.name = name,
+          .title = std::string(what) + " hit % by budget",
+          .x_label = "budget (MiB, log scale)",
+          .y_label = std::string(what) + " hit %",
+          .log_x = true,
+          .y_min = 0,
+          .y_max = 100,
+          .series = Curves(j, key),
+          .x_marker = std::pair{t, "T = " + std::to_string(std::llround(t)) + " MiB"}};
+}
+
+std::string Html(const SweepFlags& f, const Json& j) {
+  reports::CurvesPage page{.title = "Colibri cache sweep: " + std::filesystem::path(f.trace).filename().string(),
+                           .notes = HeadLines(f, j),
+                           .charts = {HitChart(j, "decode", "Decode", "hit_pct_decode"),
+                                      HitChart(j, "cumulative", "Cumulative", "hit_pct_cum")},
+                           .table_header = {kColumns.begin(), kColumns.end()},
+                           .table_rows = {}};
+  if (j.contains("warning")) page.notes.push_back("warning: " + j["warning"].get<std::string>());
+  for (const Json& r : j["results"]) {
+    const Cells cells = RowCells(r);
+    page.table_rows.emplace_back(cells.begin(), cells.end());
+  }
+  return reports::RenderCurvesHtml(page);
+}
+
 std::string Render(const SweepFlags& f, const Json& j) {
   if (f.json || f.format == "json") return j.dump(2) + "\n";
   if (f.format == "csv") return Csv(j);
+  if (f.format == "html") return Html(f, j);
   std::string head;
-  char line[256];
-  std::snprintf(line, sizeof(line), "%s: %zu layer batches, token cycle T = %.0f MiB%s\n", f.trace.c_str(),
-                j["layer_batches"].get<size_t>(), j["token_cycle_mib"].get<double>(),
-                f.format == "md" ? "\n" : "");
-  head += line;
-  if (j.contains("recorded")) {
-    std::snprintf(line, sizeof(line), "recorded by the capture: hit %.2f%% decode, %.2f%% cumulative%s\n",
-                  j["recorded"]["hit_pct_decode"].get<double>(), j["recorded"]["hit_pct_cum"].get<double>(),
-                  f.format == "md" ? "\n" : "");
-    head += line;
-  }
+  for (const std::string& line : HeadLines(f, j)) head += line + (f.format == "md" ? "\n\n" : "\n");
   return head + Table(j, f.format == "md");
 }
 
@@ -245,8 +300,8 @@ void AddCacheCommands(CLI::App* app, int* exit_code) {
   cmd->add_option("--pin-bytes", f->pin_bytes, "pinned: the hot set's size")->transform(SizeValidator());
   cmd->add_option("--seed", f->seed, "Seed of the random policy")->capture_default_str();
   cmd->add_option("--threads", f->threads, "Simulations run at once")->check(CLI::Range(1u, 256u))->capture_default_str();
-  cmd->add_option("--format", f->format, "table, md, csv or json")
-      ->check(CLI::IsMember({"table", "md", "csv", "json"}))
+  cmd->add_option("--format", f->format, "table, md, csv, json or html (the curves as a self-contained page)")
+      ->check(CLI::IsMember({"table", "md", "csv", "json", "html"}))
       ->capture_default_str();
   cmd->add_option("-o,--output", f->output, "Write to this file (default: stdout)");
   cmd->add_flag("--json", f->json, "Same as --format json");
