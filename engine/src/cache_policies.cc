@@ -164,7 +164,7 @@ Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, co
   if (name == "belady") {
     if (options.next_use == nullptr) {
       return Status::InvalidArgument("policy 'belady' is the offline optimum and needs the trace's future: it runs in the cache "
-                                     "lab (colibri cache sweep), not in the engine");
+                                     "lab (colibri cache sweep) and in closed-loop replays, not in the engine alone");
     }
     return policy_detail::MakeBeladyPolicy(budget, options.next_use);
   }

@@ -36,9 +36,9 @@ class StorageEventSource final : public EventSource {
 // A tier's cache over `pool`: its byte budget is the pool's whole slots, or,
 // with per-layer expert sizes, `budget_bytes` itself.
 Result<std::unique_ptr<ExpertCache>> MakeTier(const std::string& policy, const SlabPool& pool, uint64_t budget_bytes,
-                                              bool per_layer_sizes, uint32_t layers) {
-  const uint64_t budget = per_layer_sizes ? budget_bytes : pool.total_bytes();
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p, MakeCachePolicy(policy, PolicyOptions(budget, layers)));
+                                              bool per_layer_sizes, CachePolicyOptions options) {
+  options.budget_bytes = per_layer_sizes ? budget_bytes : pool.total_bytes();
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<CachePolicy> p, MakeCachePolicy(policy, options));
   if (pool.slot_count() == 0) return std::unique_ptr<ExpertCache>();
   return std::make_unique<ExpertCache>(std::move(p), CacheMode::kHardBudget);
 }
@@ -560,10 +560,13 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   const uint64_t staging_bytes = options.staging_slots * block;
   COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, host_data ? SlabPool::Create(staging_bytes, block)
                                                       : SlabPool::CreateReserved(staging_bytes, block));
-  COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_, MakeTier(options.l1_policy, *e.l1_pool_, options.l1_bytes, per_layer_sizes,
-                                                 e.model_.moe_layers));
-  COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_, MakeTier(options.l2_policy, *e.l2_pool_, options.l2_bytes, per_layer_sizes,
-                                                 e.model_.moe_layers));
+  CachePolicyOptions policy_options;
+  policy_options.moe_layers = e.model_.moe_layers;
+  policy_options.next_use = options.next_use;
+  COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_,
+                           MakeTier(options.l1_policy, *e.l1_pool_, options.l1_bytes, per_layer_sizes, policy_options));
+  COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_,
+                           MakeTier(options.l2_policy, *e.l2_pool_, options.l2_bytes, per_layer_sizes, policy_options));
   const size_t entries = static_cast<size_t>(e.model_.moe_layers) * e.model_.experts;
   e.l1_slot_of_.assign(entries, -1);
   e.l2_slot_of_.assign(entries, -1);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "colibri/engine/cpu_compute.h"
+#include "colibri/replay/cache_lab.h"
 #include "colibri/replay/continuous_batching.h"
 #include "colibri/replay/request_store.h"
 #include "colibri/reports/run_recording.h"
@@ -152,6 +153,22 @@ Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
   return Status::Ok();
 }
 
+// Belady's future for a tier that runs it: every lookup of the trace's layer
+// batches, which that tier sees in order only in a closed loop, and L2 only
+// without L1 (L1's hits would hide lookups from it). Null when no tier runs it.
+Result<std::shared_ptr<const engine::NextUseIndex>> BeladyFuture(const ReplayConfig& c) {
+  const bool l1 = c.l1_bytes > 0 && c.l1_policy == "belady", l2 = c.l2_bytes > 0 && c.policy == "belady";
+  if (!l1 && !l2) return std::shared_ptr<const engine::NextUseIndex>();
+  if (c.pacing != Pacing::kClosed) {
+    return Status::InvalidArgument("policy 'belady' reads the trace's future layer batches: it needs --pacing closed");
+  }
+  if (l2 && c.l1_bytes > 0) {
+    return Status::InvalidArgument("--policy belady on L2 needs --l1-bytes 0 (L1's hits would hide lookups from L2)");
+  }
+  COLIBRI_ASSIGN_OR_RETURN(const LabTrace trace, LoadLabTrace(c.trace_path));
+  return BuildNextUse(trace);
+}
+
 Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::ModelShape& shape) {
   COLIBRI_RETURN_IF_ERROR(CheckConfig(c));
   auto rig = std::make_unique<Rig>();
@@ -172,6 +189,7 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   COLIBRI_RETURN_IF_ERROR(OpenStorage(c, model, rig.get()));
   COLIBRI_RETURN_IF_ERROR(OpenTransferAndCompute(c, rig.get()));
   engine::EngineOptions options{c.l1_bytes, c.l2_bytes, c.l1_policy, c.policy, c.staging_slots};
+  COLIBRI_ASSIGN_OR_RETURN(options.next_use, BeladyFuture(c));
   const engine::EngineBackends backends{rig->loop.get(), rig->storage.get(), rig->transfer.get(), rig->compute.get(),
                                         nullptr};
   COLIBRI_ASSIGN_OR_RETURN(rig->engine, engine::MoeEngine::Create(std::move(model), options, backends));

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "colibri/engine/local_engine.h"
+#include "colibri/replay/cache_lab.h"
 #include "colibri/sim/sim_compute.h"
 #include "colibri/sim/sim_event_loop.h"
 #include "replay_test_util.h"
@@ -162,6 +163,54 @@ TEST_F(ReplayRunTest, RealBackendsNeedAModel) {
   auto r = RunReplay(c);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("--model"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace colibri::replay
+
+namespace colibri::replay {
+namespace {
+
+using BeladyReplayTest = ReplayRunTest;
+
+// Belady's optimum in a timed closed-loop replay: the engine's L2 (hard budget)
+// makes the lab's decisions exactly when every batch's union fits, never hits
+// less than LRU, and is refused where its future is not the tier's.
+TEST_F(BeladyReplayTest, ClosedLoopL2MatchesTheLabAndBeatsLru) {
+  const std::string trace = WriteTrace(60, 5);
+  ReplayConfig c = Config(trace, "a100-pm9a3-gen4");
+  c.l2_bytes = 6u * 196608;  // 6 experts of 2 layers x 16, top-2: every batch (2 experts) fits
+  auto lru = RunReplay(c);
+  c.policy = "belady";
+  auto belady = RunReplay(c);
+  ASSERT_TRUE(lru.ok()) << lru.status().message();
+  ASSERT_TRUE(belady.ok()) << belady.status().message();
+  EXPECT_GE(belady.value().served, lru.value().served);
+
+  auto lab_trace = LoadLabTrace(trace);
+  ASSERT_TRUE(lab_trace.ok()) << lab_trace.status().message();
+  LabRun run;
+  run.policy = "belady";
+  run.budget_bytes = c.l2_bytes;
+  auto lab = SimulateCache(lab_trace.value(), run, BuildNextUse(lab_trace.value()));
+  ASSERT_TRUE(lab.ok()) << lab.status().message();
+  EXPECT_EQ(belady.value().served, lab.value().hits);
+  EXPECT_EQ(belady.value().lookups, lab.value().lookups);
+}
+
+TEST_F(BeladyReplayTest, RefusedWhereTheFutureIsNotTheTiers) {
+  ReplayConfig c = Config(WriteTrace(4, 6), "a100-pm9a3-gen4");
+  c.l2_bytes = 6u * 196608;
+  c.policy = "belady";
+  c.l1_bytes = 2u * 196608;
+  auto with_l1 = RunReplay(c);
+  ASSERT_FALSE(with_l1.ok());
+  EXPECT_NE(with_l1.status().message().find("--l1-bytes 0"), std::string::npos) << with_l1.status().message();
+  c.l1_bytes = 0;
+  c.pacing = Pacing::kOpen;
+  auto open = RunReplay(c);
+  ASSERT_FALSE(open.ok());
+  EXPECT_NE(open.status().message().find("--pacing closed"), std::string::npos) << open.status().message();
 }
 
 }  // namespace

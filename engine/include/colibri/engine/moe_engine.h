@@ -79,6 +79,9 @@ struct EngineOptions {
   std::string l1_policy = "lru";
   std::string l2_policy = "lru";
   uint32_t staging_slots = 4;  // transient slots for experts no tier admits
+  // Policy "belady" (offline replay only): the future of the tier's lookups,
+  // in the tier's layer batches (a closed-loop replay's batches, in order).
+  std::shared_ptr<const NextUseIndex> next_use = nullptr;
 };
 
 struct EngineBackends {
