@@ -111,7 +111,7 @@ std::string Pct(double pct) {
   return Fixed(pct, 2) + "%";
 }
 
-std::string FormatValue(double v, const std::string& unit) {
+std::string HtmlValue(double v, const std::string& unit) {
   if (unit == "ns") return FormatNs(v);
   if (unit == "bytes") return Scaled(v, kByteScales);
   if (unit == "%") return Pct(v);
@@ -208,7 +208,7 @@ std::string RenderHeader(const Comparison& c) {
 std::string MetricCell(const Comparison& c, const MetricRow& row, size_t run) {
   if (run >= row.values.size() || !row.values[run]) return "<td class=\"na\">—</td>";
   const double value = *row.values[run];
-  const std::string text = FormatValue(value, row.unit);
+  const std::string text = HtmlValue(value, row.unit);
   constexpr char kBestMark[] = " <span class=\"star\" title=\"best\">★</span>";
   const bool best = row.best == static_cast<int>(run);
   std::string cell = best ? "<td class=\"best\"><strong>" + text + "</strong>" + kBestMark : "<td>" + text;

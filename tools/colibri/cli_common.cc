@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -115,6 +116,13 @@ traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags) {
 
 Json ToJson(const TraceOutputFlags& flags) {
   return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};
+}
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 uint64_t PeakRssBytes() {

@@ -51,6 +51,9 @@ Json ToJson(const TraceOutputFlags& flags);
 // and a rename, so a failed write leaves no partial file; says so on stderr.
 Status WriteOutput(const std::string& path, const std::string& bytes);
 
+// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+double Median(std::vector<double> values);
+
 // This process's peak resident set so far (getrusage ru_maxrss), in bytes.
 uint64_t PeakRssBytes();
 

@@ -325,12 +325,6 @@ Result<replay::ReplayConfig> ReplayConfigOf(const BenchReplayFlags& f, const Tra
   return c;
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 Result<Json> BenchReplay(const BenchReplayFlags& f) {
   COLIBRI_ASSIGN_OR_RETURN(const uint64_t target_bytes, ParseSizeBytes(f.trace_bytes));
   COLIBRI_ASSIGN_OR_RETURN(TraceInfo trace, PrepareTrace(f, target_bytes));

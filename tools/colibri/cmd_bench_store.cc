@@ -42,6 +42,7 @@
 #include "colibri/reports/compare.h"
 #include "colibri/reports/run_recording.h"
 #include "colibri/reports/run_store.h"
+#include "colibri/sim/random.h"
 #include "commands.h"
 #include "latency_json.h"
 #include "run_storage.h"
@@ -81,25 +82,20 @@ constexpr size_t kExperts = 128;
 constexpr uint64_t kDistinctExpertsPerBatch = 16;
 constexpr uint64_t kExpertBytes = 9'437'184;  // 9 MiB
 
-class SplitMix64 {
+// The seeded draws of the synthetic runs: the project's generator (sim::Rng, seeded per run by
+// sim::DeriveSeed), uniforms in (0, 1) and Box-Muller normals.
+class Draws {
  public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  static uint64_t Mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t Next() { return Mix(state_ += 0x9E3779B97F4A7C15ULL); }
-  double Uniform() { return (static_cast<double>(Next() >> 11) + 0.5) * 0x1.0p-53; }  // in (0, 1)
-  // Box-Muller: one standard normal from two uniforms.
+  explicit Draws(uint64_t seed) : rng_(seed) {}
+  double Uniform() { return rng_.NextDouble() + 0x1.0p-54; }  // in (0, 1): never log(0)
   double Normal() { return std::sqrt(-2 * std::log(Uniform())) * std::cos(2 * std::numbers::pi * Uniform()); }
 
  private:
-  uint64_t state_;
+  sim::Rng rng_;
 };
 
 // `n` latencies around median_ns: log-normal, and one in a thousand a stall 5-50x longer.
-reports::Samples DrawSamples(SplitMix64* rng, uint64_t n, double median_ns, double sigma) {
+reports::Samples DrawSamples(Draws* rng, uint64_t n, double median_ns, double sigma) {
   std::vector<int64_t> values(n);
   for (int64_t& v : values) {
     const double stall = rng->Uniform() < 1e-3 ? 5 + 45 * rng->Uniform() : 1;
@@ -109,7 +105,7 @@ reports::Samples DrawSamples(SplitMix64* rng, uint64_t n, double median_ns, doub
 }
 
 // Selections per expert: about even, each within 0.25-1.75x of the mean.
-std::vector<std::vector<uint64_t>> DrawExpertLoad(SplitMix64* rng, uint64_t batches) {
+std::vector<std::vector<uint64_t>> DrawExpertLoad(Draws* rng, uint64_t batches) {
   const double mean = static_cast<double>(batches * kDistinctExpertsPerBatch) / kExperts;
   std::vector<std::vector<uint64_t>> load(kMoeLayers, std::vector<uint64_t>(kExperts));
   for (std::vector<uint64_t>& layer : load) {
@@ -120,7 +116,7 @@ std::vector<std::vector<uint64_t>> DrawExpertLoad(SplitMix64* rng, uint64_t batc
 
 // What a replay of `batches` layer batches of `batch_ns` also records: cache
 // tiers, the hit-rate series, the expert load and the scalars.
-void AddRunFigures(SplitMix64* rng, uint64_t batches, double batch_ns, reports::RunResults* r) {
+void AddRunFigures(Draws* rng, uint64_t batches, double batch_ns, reports::RunResults* r) {
   const double hit = 0.6 + 0.1 * rng->Uniform();
   const uint64_t lookups = batches * kDistinctExpertsPerBatch;
   const uint64_t served = static_cast<uint64_t>(static_cast<double>(lookups) * hit);
@@ -147,7 +143,7 @@ void AddRunFigures(SplitMix64* rng, uint64_t batches, double batch_ns, reports::
 
 // Run `run`'s results: `samples` step latencies in all, one layer batch per 8 of them.
 reports::RunResults SyntheticRun(uint64_t samples, uint64_t seed, int run) {
-  SplitMix64 rng(SplitMix64::Mix(seed ^ SplitMix64::Mix(static_cast<uint64_t>(run) + 1)));
+  Draws rng(sim::DeriveSeed(seed, "bench-store-run-" + std::to_string(run)));
   const double drift = 1 + 0.02 * run;  // later runs a little slower, so the percentiles differ
   reports::RunResults r;
   for (size_t i = 0; i < kSteps.size(); ++i) {
@@ -287,11 +283,10 @@ struct BenchFiles {
   }
 };
 
-Json SpreadJson(std::vector<double> seconds) {
-  std::sort(seconds.begin(), seconds.end());
-  const size_t n = seconds.size();
-  const double median = n % 2 == 1 ? seconds[n / 2] : (seconds[n / 2 - 1] + seconds[n / 2]) / 2;
-  return Json{{"min", seconds.front()}, {"median", median}, {"max", seconds.back()}};
+Json SpreadJson(const std::vector<double>& seconds) {
+  return Json{{"min", *std::min_element(seconds.begin(), seconds.end())},
+              {"median", Median(seconds)},
+              {"max", *std::max_element(seconds.begin(), seconds.end())}};
 }
 
 // What the store phase measured.
