@@ -66,6 +66,11 @@ bool ExpertCache::Prefetch(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>
   return true;
 }
 
+void ExpertCache::Protect(ExpertKey key) {
+  Entry* e = entries_.Find(key);
+  if (e != nullptr && e->resident) e->touched_in = batch_;
+}
+
 void ExpertCache::EndBatch(std::vector<ExpertKey>* evicted) {
   if (mode_ != CacheMode::kEvictAfterBatch) return;
   scratch_.clear();

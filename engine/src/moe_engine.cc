@@ -10,7 +10,7 @@
 namespace colibri::engine {
 namespace {
 
-// Delivers a storage backend's completions to a per-batch callback (drops them when none is set).
+// Delivers a storage backend's completions to the engine.
 class StorageEventSource final : public EventSource {
  public:
   explicit StorageEventSource(StorageBackend* storage) : storage_(storage) {}
@@ -18,9 +18,7 @@ class StorageEventSource final : public EventSource {
   Status Poll(bool wait) override {
     completions_.clear();
     COLIBRI_RETURN_IF_ERROR(storage_->Poll(wait, &completions_));
-    if (on_done) {
-      for (const ReadCompletion& c : completions_) on_done(c);
-    }
+    for (const ReadCompletion& c : completions_) on_done(c);
     return Status::Ok();
   }
   std::function<void(const ReadCompletion&)> on_done;
@@ -122,6 +120,9 @@ struct Work {
   const std::byte* data = nullptr;       // block to compute from, once ready
 };
 
+// A prefetch read's tag: this bit set, the entry index ([layer x experts + expert]) below it.
+constexpr uint64_t kPrefetchTag = uint64_t{1} << 63;
+
 // A FIFO of work indices over a vector that keeps its capacity (each work is queued at most once per batch).
 class WorkQueue {
  public:
@@ -149,6 +150,8 @@ struct MoeEngine::BatchScratch {
   std::vector<uint64_t> present;      // bit per expert: in the union (zero between batches)
   WorkQueue ready;
   WorkQueue waiting;
+  std::vector<size_t> prefetch_waits;  // works whose L2 hit is a prefetch still in flight
+  std::vector<uint32_t> union_experts;  // the union's expert ids, for the predictor
   std::vector<ExpertKey> evicted;
   std::vector<TransferCompletion> copies;
 };
@@ -159,11 +162,17 @@ class MoeEngine::Batch {
   Batch(MoeEngine& engine, uint32_t layer, const float* hidden, const LayerRouting& routing, float* out)
       : e_(engine), layer_(layer), hidden_(hidden), routing_(routing), out_(out), k_(engine.model_.top_k),
         works_(engine.scratch_->works), ready_(engine.scratch_->ready), waiting_(engine.scratch_->waiting),
-        evicted_(engine.scratch_->evicted), copies_(engine.scratch_->copies) {
+        prefetch_waits_(engine.scratch_->prefetch_waits), evicted_(engine.scratch_->evicted),
+        copies_(engine.scratch_->copies) {
     works_.clear();
     ready_.clear();
     waiting_.clear();
+    prefetch_waits_.clear();
+    e_.current_batch_ = this;
   }
+  ~Batch() { e_.current_batch_ = nullptr; }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
 
   Status Run(LayerBatchReport* report) {
     Clock& clock = *e_.backends_.loop;
@@ -191,7 +200,35 @@ class MoeEngine::Batch {
     report->read_bytes = read_bytes_;
     report->read_latency_sum_ns = read_latency_sum_ns_;
     report->staged = staged_;
+    report->prefetch_reads = prefetch_reads_;
+    report->prefetch_bytes = prefetch_bytes_;
+    report->prefetch_waits = static_cast<uint32_t>(prefetch_waits_.size());
     return Status::Ok();
+  }
+
+  void OnReadDone(const ReadCompletion& c) {
+    last_read_done_ = std::max(last_read_done_, c.complete_ns);
+    read_latency_sum_ns_ += c.complete_ns - c.submit_ns;
+    if (!c.status.ok()) {
+      Fail(c.status.WithPrefix("reading expert " + std::to_string(works_[c.tag].expert) + " of MoE layer " +
+                               std::to_string(layer_)));
+      return;
+    }
+    read_bytes_ += c.bytes;
+    Fail(MakeReady(c.tag, works_[c.tag].read_into));
+  }
+
+  // The prefetch read of entry `index` finished: works waiting on it become ready (or fail with `status`).
+  void OnPrefetchDone(size_t index, const Status& status) {
+    for (size_t i : prefetch_waits_) {
+      if (Index(works_[i].expert) != index) continue;
+      if (!status.ok()) {
+        Fail(status.WithPrefix("prefetching expert " + std::to_string(works_[i].expert) + " of MoE layer " +
+                               std::to_string(layer_)));
+        continue;
+      }
+      Fail(MakeReady(i, e_.l2_pool_->SlotData(static_cast<uint32_t>(e_.l2_slot_of_[index]))));
+    }
   }
 
  private:
@@ -273,21 +310,51 @@ class MoeEngine::Batch {
       report->l2_hits += w.l2_hit;
       report->nvme_reads += !w.l1_hit && !w.l2_hit;
     }
+    ScorePrediction();
   }
 
-  // Admits `w` to a tier, freeing the slots of what it evicts. The slot, or -1.
-  int64_t Admit(ExpertCache* cache, SlabPool* pool, std::vector<int64_t>* slot_of, const Work& w) {
-    if (cache == nullptr) return -1;
+  // The previous batch's prediction against this batch's union (both ascending), when it predicted this layer.
+  void ScorePrediction() {
+    if (!e_.has_prediction_ || e_.prediction_layer_ != layer_) return;
+    e_.has_prediction_ = false;
+    PrefetchCounters& p = e_.prefetch_;
+    p.predicted += e_.prediction_.size();
+    p.next_lookups += works_.size();
+    auto predicted = e_.prediction_.begin();
+    for (const Work& w : works_) {
+      while (predicted != e_.prediction_.end() && *predicted < w.expert) ++predicted;
+      p.predicted_used += predicted != e_.prediction_.end() && *predicted == w.expert;
+    }
+  }
+
+  // Admits `w` to L1, freeing the slots of what it evicts. The slot, or -1.
+  int64_t AdmitL1(const Work& w) {
+    if (!e_.l1_cache_) return -1;
     evicted_.clear();
-    if (!cache->Insert(Key(w), e_.ExpertBytes(layer_), &evicted_)) return -1;
+    if (!e_.l1_cache_->Insert(Key(w), e_.ExpertBytes(layer_), &evicted_)) return -1;
     for (ExpertKey victim : evicted_) {
-      int64_t& slot = (*slot_of)[static_cast<size_t>(LayerIndexOf(victim)) * e_.model_.experts + ExpertOf(victim)];
-      pool->Release(static_cast<uint32_t>(slot));
+      int64_t& slot = e_.l1_slot_of_[e_.EntryIndex(victim)];
+      e_.l1_pool_->Release(static_cast<uint32_t>(slot));
       slot = -1;
     }
-    const uint32_t slot = *pool->Acquire();  // the cache's budget equals the pool's slots
-    (*slot_of)[Index(w.expert)] = slot;
+    const uint32_t slot = *e_.l1_pool_->Acquire();  // the cache's budget equals the pool's slots
+    e_.l1_slot_of_[Index(w.expert)] = slot;
     return slot;
+  }
+
+  // Makes `key` resident in L2 (a demand miss, or a prefetch), freeing the
+  // slots of what it evicts. The slot, or -1 when L2 cannot admit it.
+  Result<int64_t> AdmitL2(ExpertKey key, bool prefetch) {
+    if (!e_.l2_cache_) return int64_t{-1};
+    evicted_.clear();
+    const uint64_t bytes = e_.ExpertBytes(LayerIndexOf(key));
+    if (!(prefetch ? e_.l2_cache_->Prefetch(key, bytes, &evicted_) : e_.l2_cache_->Insert(key, bytes, &evicted_))) {
+      return int64_t{-1};
+    }
+    for (ExpertKey victim : evicted_) COLIBRI_RETURN_IF_ERROR(e_.ReleaseL2Slot(victim));
+    const uint32_t slot = *e_.l2_pool_->Acquire();  // the cache's budget equals the pool's slots
+    e_.l2_slot_of_[e_.EntryIndex(key)] = slot;
+    return int64_t{slot};
   }
 
   // L1 admissions are decided here, in union order, for every expert L1
@@ -301,12 +368,17 @@ class MoeEngine::Batch {
         ready_.push_back(i);
         continue;
       }
-      w.l1_slot = Admit(e_.l1_cache_.get(), e_.l1_pool_.get(), &e_.l1_slot_of_, w);
+      w.l1_slot = AdmitL1(w);
+      if (w.l2_hit && e_.prefetch_in_flight_[Index(w.expert)]) {
+        prefetch_waits_.push_back(i);
+        ++e_.prefetch_.waits;
+        continue;
+      }
       if (w.l2_hit) {
         COLIBRI_RETURN_IF_ERROR(MakeReady(i, e_.l2_pool_->SlotData(static_cast<uint32_t>(e_.l2_slot_of_[Index(w.expert)]))));
         continue;
       }
-      const int64_t slot = Admit(e_.l2_cache_.get(), e_.l2_pool_.get(), &e_.l2_slot_of_, w);
+      COLIBRI_ASSIGN_OR_RETURN(const int64_t slot, AdmitL2(Key(w), false));
       if (slot >= 0) {
         w.read_into = e_.l2_pool_->SlotData(static_cast<uint32_t>(slot));
         COLIBRI_RETURN_IF_ERROR(SubmitRead(i));
@@ -314,7 +386,53 @@ class MoeEngine::Batch {
         waiting_.push_back(i);
       }
     }
-    return SubmitWaiting();
+    COLIBRI_RETURN_IF_ERROR(SubmitWaiting());
+    return Prefetch();
+  }
+
+  // Predicts the next layer's experts and prefetches those no tier holds, in
+  // the predictor's order, while L2 can admit them.
+  Status Prefetch() {
+    if (!e_.predictor_) return Status::Ok();
+    std::vector<uint32_t>& experts = e_.scratch_->union_experts;
+    experts.clear();
+    for (const Work& w : works_) experts.push_back(w.expert);
+    const uint32_t next_layer = (layer_ + 1) % e_.model_.moe_layers;
+    const PredictorInput input{layer_, experts, next_layer, routing_.tokens, hidden_, e_.model_.layout.hidden};
+    const uint64_t width = e_.options_.prefetch.width != 0 ? e_.options_.prefetch.width
+                                                            : std::min<uint64_t>(e_.model_.experts, uint64_t{k_} * routing_.tokens);
+    COLIBRI_RETURN_IF_ERROR(e_.predictor_->Predict(input, static_cast<uint32_t>(width), &e_.prediction_));
+    for (uint32_t expert : e_.prediction_) {
+      if (expert >= e_.model_.experts) return Status::Internal("predictor named expert " + std::to_string(expert));
+      const ExpertKey key = MakeExpertKey(next_layer, expert);
+      if (e_.l1_cache_ && e_.l1_cache_->Contains(key)) continue;
+      if (!e_.l2_cache_->Contains(key)) {
+        COLIBRI_ASSIGN_OR_RETURN(const int64_t slot, AdmitL2(key, true));
+        if (slot < 0) break;  // L2 holds only experts this batch needs or expects: no room
+        COLIBRI_RETURN_IF_ERROR(SubmitPrefetch(key, slot));
+      }
+      e_.l2_cache_->Protect(key);  // no later prefetch of this batch evicts what it expects
+    }
+    std::sort(e_.prediction_.begin(), e_.prediction_.end());
+    e_.prediction_layer_ = next_layer;
+    e_.has_prediction_ = true;
+    return Status::Ok();
+  }
+
+  Status SubmitPrefetch(ExpertKey key, int64_t slot) {
+    const size_t index = e_.EntryIndex(key);
+    ReadRequest request;
+    request.offset = e_.model_.expert_offsets[index];
+    request.bytes = e_.ExpertBytes(LayerIndexOf(key));
+    request.buffer = e_.l2_pool_->SlotData(static_cast<uint32_t>(slot));
+    request.tag = kPrefetchTag | index;
+    e_.prefetch_in_flight_[index] = 1;
+    ++e_.prefetches_in_flight_;
+    ++e_.prefetch_.issued;
+    e_.prefetch_.issued_bytes += request.bytes;
+    ++prefetch_reads_;
+    prefetch_bytes_ += request.bytes;
+    return e_.backends_.storage->Submit(request);
   }
 
   // Starts reads of experts no tier admitted, as staging slots allow.
@@ -344,17 +462,9 @@ class MoeEngine::Batch {
     return e_.backends_.storage->Submit(request);
   }
 
-  void OnReadDone(const ReadCompletion& c) {
-    last_read_done_ = std::max(last_read_done_, c.complete_ns);
-    read_latency_sum_ns_ += c.complete_ns - c.submit_ns;
-    if (!c.status.ok()) {
-      if (failure_.ok()) failure_ = c.status.WithPrefix("reading expert " + std::to_string(works_[c.tag].expert) +
-                                                       " of MoE layer " + std::to_string(layer_));
-      return;
-    }
-    read_bytes_ += c.bytes;
-    Status s = MakeReady(c.tag, works_[c.tag].read_into);
-    if (!s.ok() && failure_.ok()) failure_ = s;
+  // Keeps the batch's first failure.
+  void Fail(Status status) {
+    if (!status.ok() && failure_.ok()) failure_ = std::move(status);
   }
 
   // The block of works_[i] is in host memory at `host`: copy it to its L1
@@ -383,8 +493,6 @@ class MoeEngine::Batch {
   }
 
   Status ComputeAll() {
-    StorageEventSource& source = static_cast<StorageEventSource&>(*e_.storage_source_);
-    source.on_done = [this](const ReadCompletion& c) { OnReadDone(c); };
     size_t computed = 0;
     while (computed < works_.size()) {
       if (!failure_.ok()) break;
@@ -398,7 +506,6 @@ class MoeEngine::Batch {
       COLIBRI_RETURN_IF_ERROR(ComputeOne(works_[i]));
       ++computed;
     }
-    source.on_done = nullptr;
     return failure_;
   }
 
@@ -406,8 +513,8 @@ class MoeEngine::Batch {
   // after we return), frees staging slots and forgets L1 and L2 entries whose
   // data never arrived.
   void Abandon() {
-    static_cast<StorageEventSource&>(*e_.storage_source_).on_done = nullptr;
-    DrainReads();
+    e_.current_batch_ = nullptr;
+    e_.DrainStorage();
     for (Work& w : works_) {
       if (w.l1_slot >= 0 && w.data == nullptr) {
         e_.l1_cache_->Erase(Key(w));
@@ -425,14 +532,6 @@ class MoeEngine::Batch {
       int64_t& slot = e_.l2_slot_of_[Index(w.expert)];
       e_.l2_pool_->Release(static_cast<uint32_t>(slot));
       slot = -1;
-    }
-  }
-
-  void DrainReads() {
-    std::vector<ReadCompletion> ignored;
-    while (e_.backends_.storage->outstanding() > 0) {
-      ignored.clear();
-      if (!e_.backends_.storage->Poll(true, &ignored).ok()) break;
     }
   }
 
@@ -502,12 +601,15 @@ class MoeEngine::Batch {
   std::vector<Work>& works_;
   WorkQueue& ready_;
   WorkQueue& waiting_;
+  std::vector<size_t>& prefetch_waits_;
   std::vector<ExpertKey>& evicted_;
   std::vector<TransferCompletion>& copies_;
   Status failure_;
   uint64_t reads_submitted_ = 0;
   uint64_t read_bytes_ = 0;
   uint32_t staged_ = 0;
+  uint32_t prefetch_reads_ = 0;
+  uint64_t prefetch_bytes_ = 0;
   TimeNs first_read_submit_ = 0;
   TimeNs last_read_done_ = 0;
   TimeNs copy_ns_ = 0;
@@ -518,7 +620,93 @@ class MoeEngine::Batch {
 MoeEngine::MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends)
     : model_(std::move(model)), options_(std::move(options)), backends_(backends) {}
 
-MoeEngine::~MoeEngine() = default;
+MoeEngine::~MoeEngine() {
+  // Real reads still writing into the pools must land before the pools go.
+  if (prefetches_in_flight_ > 0 && backends_.storage->caps().delivers_data) DrainStorage();
+}
+
+void MoeEngine::OnStorageDone(const ReadCompletion& c) {
+  if ((c.tag & kPrefetchTag) == 0) {
+    if (current_batch_ != nullptr) current_batch_->OnReadDone(c);
+    return;
+  }
+  const size_t index = c.tag & ~kPrefetchTag;
+  prefetch_in_flight_[index] = 0;
+  --prefetches_in_flight_;
+  if (!c.status.ok()) {
+    ++prefetch_.failed;
+    const ExpertKey key = MakeExpertKey(static_cast<uint32_t>(index / model_.experts), static_cast<uint32_t>(index % model_.experts));
+    if (l2_cache_->Contains(key)) {  // else it was evicted in flight, and its evictor frees the slot
+      l2_cache_->Erase(key);
+      l2_pool_->Release(static_cast<uint32_t>(l2_slot_of_[index]));
+      l2_slot_of_[index] = -1;
+    }
+  }
+  if (current_batch_ != nullptr) current_batch_->OnPrefetchDone(index, c.status);
+}
+
+void MoeEngine::DrainStorage() {
+  std::vector<ReadCompletion> completions;
+  while (backends_.storage->outstanding() > 0) {
+    completions.clear();
+    if (!backends_.storage->Poll(true, &completions).ok()) break;
+    for (const ReadCompletion& c : completions) OnStorageDone(c);
+  }
+}
+
+Status MoeEngine::ReleaseL2Slot(ExpertKey victim) {
+  const size_t index = EntryIndex(victim);
+  if (prefetch_in_flight_[index]) {
+    COLIBRI_RETURN_IF_ERROR(backends_.loop->RunUntil([&] { return !prefetch_in_flight_[index]; }));
+    if (prefetch_in_flight_[index]) return Status::Internal("prefetch read of an evicted expert never completed");
+  }
+  int64_t& slot = l2_slot_of_[index];
+  if (slot >= 0) l2_pool_->Release(static_cast<uint32_t>(slot));  // < 0: a failed prefetch already freed it
+  slot = -1;
+  return Status::Ok();
+}
+
+Status MoeEngine::FinishPrefetches() {
+  COLIBRI_RETURN_IF_ERROR(backends_.loop->RunUntil([this] { return prefetches_in_flight_ == 0; }));
+  return prefetches_in_flight_ == 0 ? Status::Ok() : Status::Internal("prefetch reads outstanding but the event loop ran dry");
+}
+
+PrefetchCounters MoeEngine::prefetch_counters() const {
+  PrefetchCounters p = prefetch_;
+  if (l2_cache_) {
+    p.hits = l2_cache_->counters().prefetch_hits;
+    p.wasted_bytes = l2_cache_->counters().prefetch_wasted_bytes;
+  }
+  return p;
+}
+
+namespace {
+
+// The predictor `config` names for the engine (null for "none"). Errors: an
+// unknown name, prefetch without an L2 tier, lookahead without gates or data.
+Result<std::shared_ptr<ExpertPredictor>> MakePredictor(const PrefetchConfig& config, const EngineModel& model,
+                                                       const EngineOptions& options, ComputeBackend* compute) {
+  if (config.predictor == "none" && !config.custom) return std::shared_ptr<ExpertPredictor>();
+  if (options.l2_bytes == 0) return Status::InvalidArgument("prefetch fills the L2 tier: it needs an L2 budget");
+  if (config.custom) return config.custom;
+  if (config.predictor == "coact") {
+    COLIBRI_RETURN_IF_ERROR(CheckCoactDecay(config.decay));
+    return std::shared_ptr<ExpertPredictor>(
+        std::make_shared<CoactivationPredictor>(model.moe_layers, model.experts, config.decay));
+  }
+  if (config.predictor == "lookahead") {
+    if (model.gate_weights.size() != model.moe_layers || !compute->caps().reads_data) {
+      return Status::InvalidArgument(std::string("prefetch 'lookahead' runs the next layer's router: it needs the "
+                                                 "model's gate weights and a compute backend that reads data ('") +
+                                     compute->caps().name + "' " + (compute->caps().reads_data ? "does" : "only models time") + ")");
+    }
+    return std::shared_ptr<ExpertPredictor>(std::make_shared<RouterLookaheadPredictor>(
+        model.gate_weights, model.gate_biases, model.experts, model.top_k, compute));
+  }
+  return Status::InvalidArgument("unknown prefetch predictor '" + config.predictor + "' (known: none, coact, lookahead)");
+}
+
+}  // namespace
 
 Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const EngineOptions& options,
                                                      const EngineBackends& backends) {
@@ -571,7 +759,11 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   e.l1_slot_of_.assign(entries, -1);
   e.l2_slot_of_.assign(entries, -1);
   e.scratch_ = std::make_unique<BatchScratch>(e.model_.experts);
-  e.storage_source_ = std::make_unique<StorageEventSource>(backends.storage);
+  COLIBRI_ASSIGN_OR_RETURN(e.predictor_, MakePredictor(options.prefetch, e.model_, options, backends.compute));
+  e.prefetch_in_flight_.assign(entries, 0);
+  auto source = std::make_unique<StorageEventSource>(backends.storage);
+  source->on_done = [&e](const ReadCompletion& c) { e.OnStorageDone(c); };
+  e.storage_source_ = std::move(source);
   backends.loop->AddSource(e.storage_source_.get());
   return engine;
 }

@@ -1,7 +1,9 @@
 #include "cache_lab_predictor.h"
 
-#include <algorithm>
+#include <span>
 #include <string>
+
+#include "colibri/engine/expert_predictor.h"
 
 namespace colibri::replay {
 namespace {
@@ -18,77 +20,85 @@ class OraclePredictor final : public NextBatchPredictor {
   void Observe(const LabBatch&, const LabBatch&) override {}
 };
 
+// The engine's co-activation predictor over the lab's batches (keys to expert ids).
 class CoactPredictor final : public NextBatchPredictor {
  public:
-  CoactPredictor(uint32_t layers, uint32_t experts, double decay)
-      : experts_(experts),
-        decay_(static_cast<float>(decay)),
-        counts_(static_cast<size_t>(layers) * experts * experts, 0.0f),
-        scores_(experts, 0.0f) {
-    order_.reserve(experts);
-  }
+  CoactPredictor(uint32_t layers, uint32_t experts, double decay) : coact_(layers, experts, decay) {}
 
-  void Train(const LabTrace& profile) {
-    for (size_t b = 1; b < profile.batches.size(); ++b) Observe(profile.batches[b - 1], profile.batches[b]);
-  }
+  engine::CoactivationPredictor* coact() { return &coact_; }
 
   void Predict(const LabBatch& prev, const LabBatch& next, uint32_t width, std::vector<ExpertKey>* out) override {
+    coact_.Propose(ExpertsOf(prev, &sources_), next.layer_index, width, &proposal_);
     out->clear();
-    std::fill(scores_.begin(), scores_.end(), 0.0f);
-    for (ExpertKey source : prev.keys) {
-      const float* row = Row(next.layer_index, ExpertOf(source));
-      for (uint32_t e = 0; e < experts_; ++e) scores_[e] += row[e];
-    }
-    order_.clear();
-    for (uint32_t e = 0; e < experts_; ++e) {
-      if (scores_[e] > 0.0f) order_.push_back(e);
-    }
-    const size_t take = std::min<size_t>(width, order_.size());
-    std::partial_sort(
-        order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(take), order_.end(),
-        [this](uint32_t a, uint32_t b) { return scores_[a] != scores_[b] ? scores_[a] > scores_[b] : a < b; });
-    for (size_t i = 0; i < take; ++i) out->push_back(MakeExpertKey(next.layer_index, order_[i]));
+    for (uint32_t e : proposal_) out->push_back(MakeExpertKey(next.layer_index, e));
   }
 
   void Observe(const LabBatch& prev, const LabBatch& next) override {
-    for (ExpertKey source : prev.keys) {
-      float* row = Row(next.layer_index, ExpertOf(source));
-      for (uint32_t e = 0; e < experts_; ++e) row[e] *= decay_;
-      for (ExpertKey target : next.keys) row[ExpertOf(target)] += 1.0f;
-    }
+    coact_.Observe(ExpertsOf(prev, &sources_), next.layer_index, ExpertsOf(next, &targets_));
   }
 
  private:
-  float* Row(uint32_t target_layer, uint32_t source_expert) {
-    return counts_.data() + (static_cast<size_t>(target_layer) * experts_ + source_expert) * experts_;
+  static std::span<const uint32_t> ExpertsOf(const LabBatch& batch, std::vector<uint32_t>* scratch) {
+    scratch->clear();
+    for (ExpertKey key : batch.keys) scratch->push_back(ExpertOf(key));
+    return *scratch;
   }
 
-  uint32_t experts_;
-  float decay_;
-  std::vector<float> counts_;  // [target layer][source expert][target expert]
-  std::vector<float> scores_;  // per target expert: the current prediction's sums
-  std::vector<uint32_t> order_;
+  engine::CoactivationPredictor coact_;
+  std::vector<uint32_t> sources_, targets_, proposal_;
 };
 
 Result<std::unique_ptr<NextBatchPredictor>> MakeCoact(const PrefetchOptions& options, const LabTrace& trace,
                                                       const LabTrace* profile) {
-  if (!(options.decay > 0.0 && options.decay <= 1.0)) {
-    return Status::InvalidArgument("prefetch decay " + std::to_string(options.decay) + " is outside (0, 1]");
-  }
+  COLIBRI_RETURN_IF_ERROR(engine::CheckCoactDecay(options.decay));
   auto coact = std::make_unique<CoactPredictor>(trace.moe_layers, trace.experts, options.decay);
   if (profile != nullptr) {
-    if (profile->moe_layers != trace.moe_layers || profile->experts != trace.experts) {
-      return Status::InvalidArgument("prefetch profile_trace " + profile->path + " has " +
-                                     std::to_string(profile->moe_layers) + " MoE layers x " +
-                                     std::to_string(profile->experts) + " experts; the trace has " +
-                                     std::to_string(trace.moe_layers) + " x " + std::to_string(trace.experts));
-    }
-    coact->Train(*profile);
+    COLIBRI_RETURN_IF_ERROR(CheckProfileShape(*profile, trace.moe_layers, trace.experts));
+    TrainCoact(*profile, coact->coact());
   }
   return std::unique_ptr<NextBatchPredictor>(std::move(coact));
 }
 
+// The engine's view of a LabTrace's future: batch n + 1's experts at call n.
+class TraceOracle final : public engine::ExpertPredictor {
+ public:
+  explicit TraceOracle(LabTrace trace) : trace_(std::move(trace)) {}
+  Status Predict(const engine::PredictorInput& input, uint32_t, std::vector<uint32_t>* out) override {
+    out->clear();
+    const size_t next = ++calls_;
+    if (next >= trace_.batches.size() || trace_.batches[next].layer_index != input.next_layer) return Status::Ok();
+    for (ExpertKey key : trace_.batches[next].keys) out->push_back(ExpertOf(key));
+    return Status::Ok();
+  }
+
+ private:
+  LabTrace trace_;
+  size_t calls_ = 0;
+};
+
 }  // namespace
+
+void TrainCoact(const LabTrace& profile, engine::CoactivationPredictor* coact) {
+  std::vector<uint32_t> sources, targets;
+  for (size_t b = 1; b < profile.batches.size(); ++b) {
+    sources.clear();
+    targets.clear();
+    for (ExpertKey key : profile.batches[b - 1].keys) sources.push_back(ExpertOf(key));
+    for (ExpertKey key : profile.batches[b].keys) targets.push_back(ExpertOf(key));
+    coact->Observe(sources, profile.batches[b].layer_index, targets);
+  }
+}
+
+Status CheckProfileShape(const LabTrace& profile, uint32_t moe_layers, uint32_t experts) {
+  if (profile.moe_layers == moe_layers && profile.experts == experts) return Status::Ok();
+  return Status::InvalidArgument("prefetch profile trace " + profile.path + " has " + std::to_string(profile.moe_layers) +
+                                 " MoE layers x " + std::to_string(profile.experts) + " experts; the trace has " +
+                                 std::to_string(moe_layers) + " x " + std::to_string(experts));
+}
+
+std::shared_ptr<engine::ExpertPredictor> MakeTraceOracle(LabTrace trace) {
+  return std::make_shared<TraceOracle>(std::move(trace));
+}
 
 Result<std::unique_ptr<NextBatchPredictor>> MakeNextBatchPredictor(const PrefetchOptions& options,
                                                                    const LabTrace& trace, const LabTrace* profile) {

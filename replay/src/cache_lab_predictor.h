@@ -1,16 +1,10 @@
 // The cache lab's prefetch predictors (cache_lab.h): before a batch runs, a
 // predictor names the experts of that batch's layer it expects the batch to
 // look up, from the batch before it.
-//   "coact"   learned co-activation: a transition score from each expert of
-//             the preceding batch to each expert of the next batch's layer,
-//             counts[next layer][source expert][target expert] (the source
-//             layer is implied: the batch before a layer's batch is the
-//             previous MoE layer's, or the last layer's for layer 0). Learning
-//             a transition multiplies each source expert's row by `decay`,
-//             then adds 1 for every expert the next batch looked up. The
-//             proposal is the `width` experts with the largest positive score
-//             summed over the preceding batch's experts, ties to the lower id
-//             (no proposal without evidence).
+//   "coact"   the engine's learned co-activation predictor
+//             (engine::CoactivationPredictor, expert_predictor.h) from the
+//             preceding batch's experts to the next batch's layer (the
+//             previous MoE layer's batch, or the last layer's for layer 0).
 //   "oracle"  the next batch's keys exactly (width ignored): the ceiling of
 //             any predictor, for reference only.
 // Ownership: plain values. Thread-safety: none (one per simulation).
@@ -21,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "colibri/engine/expert_predictor.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/status.h"
 
@@ -43,5 +38,16 @@ class NextBatchPredictor {
 // shape (InvalidArgument naming the option).
 Result<std::unique_ptr<NextBatchPredictor>> MakeNextBatchPredictor(const PrefetchOptions& options,
                                                                    const LabTrace& trace, const LabTrace* profile);
+
+// Trains `coact` on every transition of `profile`'s batch sequence.
+void TrainCoact(const LabTrace& profile, engine::CoactivationPredictor* coact);
+
+// Errors unless `profile` has the trace's MoE layers and experts (names the profile's path).
+Status CheckProfileShape(const LabTrace& profile, uint32_t moe_layers, uint32_t experts);
+
+// The engine-side oracle for a closed-loop replay of `trace`: its n-th call
+// (the engine's n-th layer batch) proposes the experts of batch n + 1, in
+// order of first appearance, when that batch is at the predicted layer.
+std::shared_ptr<engine::ExpertPredictor> MakeTraceOracle(LabTrace trace);
 
 }  // namespace colibri::replay

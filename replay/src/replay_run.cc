@@ -9,6 +9,7 @@
 
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/replay/cache_lab.h"
+#include "cache_lab_predictor.h"
 #include "colibri/replay/continuous_batching.h"
 #include "colibri/replay/request_store.h"
 #include "colibri/reports/run_recording.h"
@@ -169,6 +170,30 @@ Result<std::shared_ptr<const engine::NextUseIndex>> BeladyFuture(const ReplayCon
   return BuildNextUse(trace);
 }
 
+// The engine's prefetch for a replay. Made here: "oracle" (the trace's next
+// batch, which the engine sees in order only in a closed loop) and "coact"
+// trained on a profile trace; the engine makes the others.
+Result<engine::PrefetchConfig> ReplayPrefetch(const ReplayConfig& c, const traces::ModelShape& shape) {
+  engine::PrefetchConfig p = c.prefetch;
+  if (p.predictor == "oracle") {
+    if (c.pacing != Pacing::kClosed) {
+      return Status::InvalidArgument("prefetch 'oracle' reads the trace's next layer batch: it needs --pacing closed");
+    }
+    COLIBRI_ASSIGN_OR_RETURN(LabTrace trace, LoadLabTrace(c.trace_path));
+    p.custom = MakeTraceOracle(std::move(trace));
+  } else if (!c.prefetch_profile.empty()) {
+    if (p.predictor != "coact") return Status::InvalidArgument("--prefetch-profile trains --prefetch coact");
+    COLIBRI_RETURN_IF_ERROR(engine::CheckCoactDecay(p.decay));
+    COLIBRI_ASSIGN_OR_RETURN(const LabTrace profile, LoadLabTrace(c.prefetch_profile));
+    const auto layers = static_cast<uint32_t>(shape.moe_layer_ids.size());
+    COLIBRI_RETURN_IF_ERROR(CheckProfileShape(profile, layers, shape.experts_per_layer));
+    auto coact = std::make_shared<engine::CoactivationPredictor>(layers, shape.experts_per_layer, p.decay);
+    TrainCoact(profile, coact.get());
+    p.custom = std::move(coact);
+  }
+  return p;
+}
+
 Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::ModelShape& shape) {
   COLIBRI_RETURN_IF_ERROR(CheckConfig(c));
   auto rig = std::make_unique<Rig>();
@@ -190,6 +215,7 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   COLIBRI_RETURN_IF_ERROR(OpenTransferAndCompute(c, rig.get()));
   engine::EngineOptions options{c.l1_bytes, c.l2_bytes, c.l1_policy, c.policy, c.staging_slots};
   COLIBRI_ASSIGN_OR_RETURN(options.next_use, BeladyFuture(c));
+  COLIBRI_ASSIGN_OR_RETURN(options.prefetch, ReplayPrefetch(c, shape));
   const engine::EngineBackends backends{rig->loop.get(), rig->storage.get(), rig->transfer.get(), rig->compute.get(),
                                         nullptr};
   COLIBRI_ASSIGN_OR_RETURN(rig->engine, engine::MoeEngine::Create(std::move(model), options, backends));
@@ -279,10 +305,10 @@ class Metrics {
       ++out->decode.passes;
       out->decode.tokens += batch.tokens();
     }
-    pass_read_bytes_ += r.read_bytes;
+    pass_read_bytes_ += r.read_bytes + r.prefetch_bytes;
     pass_nvme_read_ns_ += r.step_ns.nvme_read;
     pass_elapsed_ns_ += elapsed_ns;
-    out->decode.read_bytes += r.read_bytes;
+    out->decode.read_bytes += r.read_bytes + r.prefetch_bytes;
     out->decode.nvme_read_ns += r.step_ns.nvme_read;
     out->decode.read_latency_ns += r.read_latency_sum_ns;
     out->decode.compute_ns += r.step_ns.compute;
@@ -456,10 +482,12 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   COLIBRI_RETURN_IF_ERROR(out.open_loop ? runner.RunOpenLoop(&batches, &out) : runner.RunClosedLoop(&batches, &out));
   if (recorder != nullptr) COLIBRI_RETURN_IF_ERROR(recorder->Close().WithPrefix(c.routing_out));
   out.elapsed_ns = rig->loop->Now() - run_start;
+  COLIBRI_RETURN_IF_ERROR(rig->engine->FinishPrefetches());  // reads no batch waited for: counted, not timed
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   runner.Finish(&out);
   out.l1 = rig->engine->l1_counters();
   out.l2 = rig->engine->l2_counters();
+  out.prefetch = rig->engine->prefetch_counters();
   out.read_bytes = rig->storage->counters().read_bytes;
   out.reads = rig->storage->counters().reads;
   out.queue_full_events = rig->storage->counters().queue_full_events;

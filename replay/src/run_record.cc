@@ -34,6 +34,10 @@ Json ConfigJson(const ReplayConfig& c) {
               {"l2_bytes", c.l2_bytes},
               {"policy", c.policy},
               {"l1_policy", c.l1_policy},
+              {"prefetch", {{"predictor", c.prefetch.predictor},
+                            {"width", c.prefetch.width},
+                            {"decay", c.prefetch.decay},
+                            {"profile", c.prefetch_profile}}},
               {"queue_depth", c.queue_depth},
               {"staging_slots", c.staging_slots},
               {"threads", c.threads},
@@ -67,6 +71,9 @@ void AddScalars(const ReplayResult& r, reports::RunResults* out) {
                   {"reads", static_cast<double>(r.reads)},
                   {"read_bytes_per_token", tokens > 0 ? static_cast<double>(r.read_bytes) / tokens : 0.0},
                   {"queue_full_events", static_cast<double>(r.queue_full_events)},
+                  {"prefetch_issued_bytes", static_cast<double>(r.prefetch.issued_bytes)},
+                  {"prefetch_hits", static_cast<double>(r.prefetch.hits)},
+                  {"prefetch_wasted_bytes", static_cast<double>(r.prefetch.wasted_bytes)},
                   {"events", static_cast<double>(r.events)}};
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 
 namespace colibri::engine {
 namespace {
@@ -180,6 +181,16 @@ struct EngineRig {
   }
 };
 
+// Backends for engines that are only created (configuration checks).
+struct BareBackends {
+  explicit BareBackends(const Fixture& f) : storage(&f.file, &loop, 1), transfer(MakeCpuTransfer(&loop)) {}
+  RealEventLoop loop;
+  FakeStorage storage;
+  std::unique_ptr<TransferBackend> transfer;
+  NaiveCompute compute;
+  const EngineBackends backends{&loop, &storage, transfer.get(), &compute, nullptr};
+};
+
 Status RunPass(MoeEngine& engine, const Pass& p, std::vector<float>* out, LayerBatchReport* report) {
   const size_t tokens = p.hidden.size() / kHidden;
   out->assign(tokens * kHidden, -1.0f);
@@ -265,11 +276,8 @@ TEST(MoeEngineTest, ReadErrorFailsTheBatchWithoutPoisoningTheCache) {
 
 TEST(MoeEngineTest, BadConfigurationsAreClearErrors) {
   Fixture f;
-  RealEventLoop loop;
-  FakeStorage storage(&f.file, &loop, 1);
-  auto transfer = MakeCpuTransfer(&loop);
-  NaiveCompute compute;
-  const EngineBackends backends{&loop, &storage, transfer.get(), &compute, nullptr};
+  BareBackends bare(f);
+  const EngineBackends& backends = bare.backends;
   auto small = MoeEngine::Create(f.model, EngineOptions{0, 100, "lru", "lru", 1}, backends);
   ASSERT_FALSE(small.ok());
   EXPECT_NE(small.status().message().find("below one expert"), std::string::npos) << small.status().message();
@@ -281,6 +289,164 @@ TEST(MoeEngineTest, BadConfigurationsAreClearErrors) {
   EngineModel bad = f.model;
   bad.expert_offsets[3] += 512;
   EXPECT_FALSE(MoeEngine::Create(bad, EngineOptions{}, backends).ok());
+}
+
+// Predicts the experts of a scripted sequence of batches: exactly the next
+// pass's (`oracle`), or experts it will not use (`wrong`).
+class ScriptedPredictor final : public ExpertPredictor {
+ public:
+  ScriptedPredictor(std::vector<Pass> passes, bool wrong) : passes_(std::move(passes)), wrong_(wrong) {}
+  Status Predict(const PredictorInput& input, uint32_t, std::vector<uint32_t>* out) override {
+    out->clear();
+    const size_t next = ++calls_;
+    if (next >= passes_.size() || passes_[next].layer != input.next_layer) return Status::Ok();
+    std::vector<bool> used(kExperts, false);
+    for (uint32_t id : passes_[next].ids) {
+      if (id != kDroppedExpert) used[id] = true;
+    }
+    for (uint32_t e = 0; e < kExperts; ++e) {
+      if (used[e] != wrong_) out->push_back(e);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<Pass> passes_;
+  bool wrong_;
+  size_t calls_ = 0;
+};
+
+EngineOptions PrefetchOptions(uint64_t l1, uint64_t l2, std::shared_ptr<ExpertPredictor> predictor) {
+  EngineOptions options{l1, l2, "lru", "lru", 2};
+  options.prefetch.custom = std::move(predictor);
+  return options;
+}
+
+TEST(MoeEnginePrefetchTest, OutputsStayBitIdenticalAndEveryReadIsCounted) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const auto passes = MakePasses(11);
+  uint64_t waits = 0;  // lookups that found their prefetch still in flight (the completion order is random)
+  for (bool wrong : {false, true}) {
+    for (uint64_t l1 : {uint64_t{0}, 3 * block}) {
+      for (uint64_t l2 : {2 * block, 5 * block, 24 * block}) {
+        for (uint64_t order_seed : {1u, 2u, 3u}) {
+          EngineRig s(f, PrefetchOptions(l1, l2, std::make_shared<ScriptedPredictor>(passes, wrong)), order_seed);
+          ASSERT_NE(s.engine, nullptr);
+          uint64_t demand_bytes = 0;
+          for (const Pass& p : passes) {
+            std::vector<float> out;
+            LayerBatchReport r;
+            ASSERT_TRUE(RunPass(*s.engine, p, &out, &r).ok()) << "l2 " << l2 << " wrong " << wrong;
+            ASSERT_EQ(std::memcmp(out.data(), Reference(f, p).data(), out.size() * 4), 0);
+            EXPECT_EQ(r.l1_hits + r.l2_hits + r.nvme_reads, r.distinct_experts);
+            demand_bytes += r.read_bytes;
+          }
+          ASSERT_TRUE(s.engine->FinishPrefetches().ok());
+          const PrefetchCounters p = s.engine->prefetch_counters();
+          EXPECT_EQ(s.storage.counters().read_bytes, demand_bytes + p.issued_bytes);
+          EXPECT_EQ(p.issued_bytes, p.issued * block);
+          EXPECT_LE(p.hits, p.issued);
+          waits += p.waits;
+          if (wrong) EXPECT_EQ(p.predicted_used, 0u);  // (later batches may still use them)
+          if (!wrong && l2 == 24 * block) {
+            EXPECT_GT(p.hits, 0u);
+            EXPECT_EQ(p.predicted_used, p.predicted);  // the oracle is always right
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(waits, 0u);
+}
+
+TEST(MoeEnginePrefetchTest, AnOraclePrefetchTurnsDemandReadsIntoHits) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const auto passes = MakePasses(5);
+  uint64_t reads[2] = {0, 0};
+  for (int with_prefetch = 0; with_prefetch < 2; ++with_prefetch) {
+    EngineOptions options = with_prefetch ? PrefetchOptions(0, 24 * block, std::make_shared<ScriptedPredictor>(passes, false))
+                                          : EngineOptions{0, 24 * block, "lru", "lru", 2};
+    EngineRig s(f, options, 1);
+    ASSERT_NE(s.engine, nullptr);
+    for (const Pass& p : passes) {
+      std::vector<float> out;
+      LayerBatchReport r;
+      ASSERT_TRUE(RunPass(*s.engine, p, &out, &r).ok());
+      reads[with_prefetch] += r.nvme_reads;
+    }
+  }
+  // Only the first pass misses with an oracle and room for everything.
+  EXPECT_EQ(reads[1], std::set<uint32_t>(passes[0].ids.begin(), passes[0].ids.end()).size() -
+                          (std::count(passes[0].ids.begin(), passes[0].ids.end(), kDroppedExpert) > 0));
+  EXPECT_LT(reads[1], reads[0]);
+}
+
+TEST(MoeEnginePrefetchTest, CoactLearnsARepeatingSequence) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  EngineOptions options{0, 24 * block, "lru", "lru", 2};
+  options.prefetch.predictor = "coact";
+  EngineRig s(f, options, 1);
+  ASSERT_NE(s.engine, nullptr);
+  // Layer l always routes to experts {l, l + 4}; L2 keeps 24 blocks, so only
+  // new (layer, expert) pairs miss: the second cycle has no reads at all, and
+  // after one cycle of learning every prediction is used.
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    for (uint32_t layer = 0; layer < kLayers; ++layer) {
+      Pass p{layer, std::vector<float>(kHidden, 0.1f), {layer, layer + 4}, {0.5f, 0.5f}};
+      std::vector<float> out;
+      ASSERT_TRUE(RunPass(*s.engine, p, &out, nullptr).ok());
+    }
+  }
+  ASSERT_TRUE(s.engine->FinishPrefetches().ok());
+  const PrefetchCounters p = s.engine->prefetch_counters();
+  EXPECT_GT(p.predicted, 0u);
+  EXPECT_EQ(p.predicted_used, p.predicted);
+  EXPECT_EQ(p.next_lookups, 8u * 2);  // every batch after the first
+  EXPECT_EQ(p.issued, 0u);            // what coact learned was already resident
+}
+
+TEST(MoeEnginePrefetchTest, AFailedPrefetchFailsOnlyTheBatchThatWaitsForIt) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const std::vector<Pass> passes = {Pass{0, std::vector<float>(kHidden, 0.2f), {1, 2}, {0.5f, 0.5f}},
+                                    Pass{1, std::vector<float>(kHidden, 0.3f), {3, 5}, {0.5f, 0.5f}}};
+  EngineRig s(f, PrefetchOptions(0, 24 * block, std::make_shared<ScriptedPredictor>(passes, false)), 4);
+  ASSERT_NE(s.engine, nullptr);
+  s.storage.fail_offset_ = f.model.expert_offsets[1 * kExperts + 5];
+  std::vector<float> out;
+  ASSERT_TRUE(RunPass(*s.engine, passes[0], &out, nullptr).ok());
+  Status st = RunPass(*s.engine, passes[1], &out, nullptr);
+  if (st.ok()) {  // the prefetch failed before the batch looked it up: a plain demand read, which fails too
+    GTEST_FAIL() << "the failed read must surface";
+  }
+  EXPECT_NE(st.message().find("expert 5 of MoE layer 1"), std::string::npos) << st.message();
+  s.storage.fail_offset_ = UINT64_MAX;
+  LayerBatchReport r;
+  ASSERT_TRUE(RunPass(*s.engine, passes[1], &out, &r).ok());
+  EXPECT_EQ(std::memcmp(out.data(), Reference(f, passes[1]).data(), out.size() * 4), 0);
+  EXPECT_EQ(s.engine->prefetch_counters().failed, 1u);
+}
+
+TEST(MoeEnginePrefetchTest, BadPrefetchConfigurationsAreClearErrors) {
+  Fixture f;
+  BareBackends bare(f);
+  const EngineBackends& backends = bare.backends;
+  const uint64_t block = f.model.layout.block_bytes;
+  const auto error_of = [&](uint64_t l2, const std::string& predictor, double decay) {
+    EngineOptions options{0, l2, "lru", "lru", 1};
+    options.prefetch.predictor = predictor;
+    options.prefetch.decay = decay;
+    auto e = MoeEngine::Create(f.model, options, backends);
+    return e.ok() ? std::string() : e.status().message();
+  };
+  EXPECT_NE(error_of(0, "coact", 0.9).find("needs an L2 budget"), std::string::npos);
+  EXPECT_NE(error_of(4 * block, "markov", 0.9).find("unknown prefetch predictor 'markov'"), std::string::npos);
+  EXPECT_NE(error_of(4 * block, "coact", 0.0).find("outside (0, 1]"), std::string::npos);
+  EXPECT_NE(error_of(4 * block, "lookahead", 0.9).find("gate weights"), std::string::npos);
+  EXPECT_EQ(error_of(4 * block, "coact", 1.0), "");
 }
 
 }  // namespace

@@ -446,7 +446,7 @@ TEST_F(CacheLabTest, CoactTrainsOnAProfileOfTheSameShape) {
   run.prefetch.profile_trace = Path("tiny.ctrace");  // 2 layers x 4 experts
   auto mismatch = SimulateCache(trace.value(), run, nullptr);
   ASSERT_FALSE(mismatch.ok());
-  EXPECT_NE(mismatch.status().message().find("profile_trace"), std::string::npos);
+  EXPECT_NE(mismatch.status().message().find("prefetch profile trace"), std::string::npos);
 }
 
 TEST(CacheLabSweepTest, TenBudgetsTimesEveryPolicyOnTheQwen3Sample) {

@@ -213,5 +213,60 @@ TEST_F(BeladyReplayTest, RefusedWhereTheFutureIsNotTheTiers) {
   EXPECT_NE(open.status().message().find("--pacing closed"), std::string::npos) << open.status().message();
 }
 
+using PrefetchReplayTest = ReplayRunTest;
+
+// Prefetch in a timed replay: deterministic, its reads counted with the
+// demand reads, an oracle turns every decode lookup into a hit, and a
+// predictor that reads too much shows as lost time, not as a hidden cost.
+TEST_F(PrefetchReplayTest, DeterministicCountedAndVisibleInTime) {
+  const std::string trace = WriteTrace(60, 7);
+  constexpr uint64_t kExpertBytes = 196608;
+  ReplayConfig c = Config(trace, "a100-pm9a3-gen4");
+  c.l2_bytes = 6u * kExpertBytes;
+  auto none = RunReplay(c);
+  c.prefetch.predictor = "oracle";
+  auto oracle = RunReplay(c), again = RunReplay(c);
+  c.prefetch.predictor = "coact";
+  c.prefetch.width = 16;  // every expert the counts name: most of them wrong
+  auto wide = RunReplay(c);
+  for (const auto* r : {&none, &oracle, &again, &wide}) ASSERT_TRUE(r->ok()) << r->status().message();
+  EXPECT_EQ(oracle.value().event_digest, again.value().event_digest);
+  EXPECT_NE(oracle.value().event_digest, none.value().event_digest);
+  // Only the first batch (top-2, nothing before it to predict from) misses.
+  EXPECT_EQ(oracle.value().served_decode, oracle.value().lookups_decode - 2);
+  EXPECT_LT(none.value().served_decode, none.value().lookups_decode);
+  for (const auto* r : {&oracle, &wide}) {
+    const ReplayResult& v = r->value();
+    EXPECT_EQ(v.read_bytes, v.l2.misses * kExpertBytes + v.prefetch.issued_bytes);
+    EXPECT_LE(v.prefetch.hits, v.prefetch.issued);
+  }
+  EXPECT_EQ(oracle.value().prefetch.predicted_used, oracle.value().prefetch.predicted);
+  EXPECT_GT(wide.value().read_bytes, none.value().read_bytes);
+  EXPECT_GT(wide.value().elapsed_ns, none.value().elapsed_ns);
+  EXPECT_GT(wide.value().prefetch.wasted_bytes, 0u);
+}
+
+TEST_F(PrefetchReplayTest, RefusedWithoutWhatThePredictorNeeds) {
+  ReplayConfig c = Config(WriteTrace(4, 8), "a100-pm9a3-gen4");
+  const auto error_of = [&](const ReplayConfig& config) {
+    auto r = RunReplay(config);
+    return r.ok() ? std::string() : r.status().message();
+  };
+  c.prefetch.predictor = "coact";
+  EXPECT_NE(error_of(c).find("needs an L2 budget"), std::string::npos) << error_of(c);
+  c.l2_bytes = 6u * 196608;
+  c.prefetch.predictor = "lookahead";
+  EXPECT_NE(error_of(c).find("gate weights and a compute backend that reads data"), std::string::npos) << error_of(c);
+  c.prefetch.predictor = "oracle";
+  c.pacing = Pacing::kOpen;
+  EXPECT_NE(error_of(c).find("--pacing closed"), std::string::npos) << error_of(c);
+  c.pacing = Pacing::kClosed;
+  c.prefetch.predictor = "none";
+  c.prefetch_profile = c.trace_path;
+  EXPECT_NE(error_of(c).find("--prefetch-profile trains --prefetch coact"), std::string::npos) << error_of(c);
+  c.prefetch.predictor = "coact";
+  EXPECT_EQ(error_of(c), "");  // trained on itself
+}
+
 }  // namespace
 }  // namespace colibri::replay

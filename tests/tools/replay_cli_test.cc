@@ -71,6 +71,22 @@ TEST_F(ReplayCliTest, TraceEventsFileHasEveryMachine) {
   EXPECT_EQ(read_bytes, runs[0]["read_bytes"].get<uint64_t>() + runs[1]["read_bytes"].get<uint64_t>());
 }
 
+TEST_F(ReplayCliTest, PrefetchReportsItsAccuracyAndReads) {
+  const std::string base = "replay " + kSampleTrace + " --hidden 2048 --hw h100-p5800x-gen5 --l2-bytes 1G --json ";
+  const Outcome none = Colibri(base);
+  const Outcome oracle = Colibri(base + "--prefetch oracle");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  ASSERT_EQ(oracle.exit_code, 0) << oracle.err;
+  const Json a = none.json()["runs"][0], b = oracle.json()["runs"][0];
+  EXPECT_TRUE(a["prefetch"].is_null());
+  EXPECT_EQ(b["prefetch"]["precision"].get<double>(), 1.0);
+  EXPECT_GT(b["hit_pct_decode"].get<double>(), a["hit_pct_decode"].get<double>());
+  EXPECT_EQ(b["prefetch"]["wasted_bytes"].get<uint64_t>(), 0u);
+  const Outcome lookahead = Colibri(base + "--prefetch lookahead");
+  EXPECT_EQ(lookahead.exit_code, 2);
+  EXPECT_NE(lookahead.err.find("gate weights"), std::string::npos) << lookahead.err;
+}
+
 TEST_F(ReplayCliTest, ContradictoryFlagsExitTwoWithAMessage) {
   const Outcome open = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --pacing open");
   EXPECT_EQ(open.exit_code, 2);

@@ -45,11 +45,31 @@ TEST_F(RunCliTest, OutputDigestDoesNotDependOnPlacement) {
   EXPECT_GT(j["hit_pct_cum"].get<double>(), 0.0);
   for (const char* flags : {"--l2-bytes 0", "--l2-bytes 48K --policy layer", "--l1-bytes 24K --l2-bytes 96K",
                             "--l2-bytes 1G --queue-depth 1 --storage pread --threads 2", "--l2-bytes 0 --no-direct",
-                            "--l1-bytes 1M --l2-bytes 0 --staging-slots 1"}) {
+                            "--l1-bytes 1M --l2-bytes 0 --staging-slots 1", "--l2-bytes 48K --prefetch coact",
+                            "--l1-bytes 24K --l2-bytes 96K --prefetch lookahead --prefetch-width 3"}) {
     const Outcome other = Run(flags);
     ASSERT_EQ(other.exit_code, 0) << flags << ": " << other.err;
     EXPECT_EQ(other.json()["output_digest"], j["output_digest"]) << flags;
   }
+}
+
+TEST_F(RunCliTest, PrefetchIsReportedAndItsReadsCounted) {
+  const Outcome none = Run("--l2-bytes 48K");
+  const Outcome coact = Run("--l2-bytes 48K --prefetch coact");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  ASSERT_EQ(coact.exit_code, 0) << coact.err;
+  EXPECT_TRUE(none.json()["prefetch"].is_null());
+  const nlohmann::json p = coact.json()["prefetch"];
+  for (const char* key : {"issued", "issued_bytes", "hits", "wasted_bytes", "waits", "precision", "recall", "coverage"}) {
+    EXPECT_TRUE(p.contains(key)) << key;
+  }
+  EXPECT_GT(p["issued"].get<uint64_t>(), 0u);
+  // Every byte read is a demand miss or a prefetch: 12 KiB blocks.
+  EXPECT_EQ(coact.json()["read_bytes"].get<uint64_t>(),
+            coact.json()["cache"]["l2"]["misses"].get<uint64_t>() * 12288 + p["issued_bytes"].get<uint64_t>());
+  const Outcome no_l2 = Run("--l2-bytes 0 --prefetch coact");
+  EXPECT_EQ(no_l2.exit_code, 2);
+  EXPECT_NE(no_l2.err.find("needs an L2 budget"), std::string::npos) << no_l2.err;
 }
 
 TEST_F(RunCliTest, RecordsATraceThatReReads) {

@@ -19,6 +19,7 @@
 #include "colibri/traces/importers.h"
 #include "commands.h"
 #include "latency_json.h"
+#include "prefetch_flags.h"
 #include "run_storage.h"
 
 namespace colibri::cli {
@@ -34,6 +35,8 @@ struct ReplayFlags {
   std::string l2_bytes = "0";
   std::string policy = "lru";
   std::string l1_policy = "lru";
+  PrefetchFlags prefetch;
+  std::string prefetch_profile;
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;
@@ -121,6 +124,7 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"hit_pct_decode", Pct(r.served_decode, r.lookups_decode)},
               {"hit_pct_cum", Pct(r.served, r.lookups)},
               {"cache", {{"l1", TierJson(r.l1)}, {"l2", TierJson(r.l2)}}},
+              {"prefetch", PrefetchJson(c.prefetch.predictor, r.prefetch, r.l2.misses)},
               {"read_bytes", r.read_bytes},
               {"reads", r.reads},
               {"queue_full_events", r.queue_full_events},
@@ -148,6 +152,8 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.l2_bytes = std::stoull(f.l2_bytes);
   c.policy = f.policy;
   c.l1_policy = f.l1_policy;
+  c.prefetch = ToPrefetchConfig(f.prefetch);
+  c.prefetch_profile = f.prefetch_profile;
   c.queue_depth = f.queue_depth;
   c.staging_slots = f.staging_slots;
   c.threads = f.threads;
@@ -332,6 +338,8 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--l1-policy", f->l1_policy, "L1 cache policy")
       ->check(CLI::IsMember(engine::CachePolicyNames()))
       ->capture_default_str();
+  AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead", "oracle"});
+  cmd->add_option("--prefetch-profile", f->prefetch_profile, "coact: train on this trace first")->check(CLI::ExistingFile);
   cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")->check(CLI::Range(1u, 32768u))->capture_default_str();
   cmd->add_option("--staging-slots", f->staging_slots, "Transient expert slots")->check(CLI::Range(1u, 4096u))->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();

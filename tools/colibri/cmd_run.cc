@@ -21,6 +21,7 @@
 #include "colibri/traces/importers.h"
 #include "commands.h"
 #include "latency_json.h"
+#include "prefetch_flags.h"
 #include "run_storage.h"
 
 namespace colibri::cli {
@@ -38,6 +39,7 @@ struct RunFlags {
   std::string l2_bytes = std::to_string(1ull << 30);
   std::string policy = "lru";
   std::string l1_policy = "lru";
+  PrefetchFlags prefetch;
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;
@@ -165,7 +167,7 @@ struct RunStats {
       l2_hits_decode += r.l2_hits;
     }
     hit_rate.Add(++layer_batches, ElapsedNs(), lookups, served);
-    read_bytes += r.read_bytes;
+    read_bytes += r.read_bytes + r.prefetch_bytes;
     dropped += r.dropped_assignments;
     staged += r.staged;
   }
@@ -212,6 +214,7 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   options.engine.l1_policy = f.l1_policy;
   options.engine.l2_policy = f.policy;
   options.engine.staging_slots = f.staging_slots;
+  options.engine.prefetch = ToPrefetchConfig(f.prefetch);
   auto e = std::make_unique<Engine>();
   COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
   if (!e->local->warning.empty()) std::cerr << "colibri: warning: " << e->local->warning << "\n";
@@ -300,7 +303,9 @@ Json ConfigJson(const RunFlags& f) {
               {"prefill", f.prefill},       {"tokens", f.tokens},
               {"seed", f.seed},             {"l1_bytes", std::stoull(f.l1_bytes)},
               {"l2_bytes", std::stoull(f.l2_bytes)}, {"policy", f.policy},
-              {"l1_policy", f.l1_policy},   {"queue_depth", f.queue_depth},
+              {"l1_policy", f.l1_policy},
+              {"prefetch", {{"predictor", f.prefetch.predictor}, {"width", f.prefetch.width}, {"decay", f.prefetch.decay}}},
+              {"queue_depth", f.queue_depth},
               {"staging_slots", f.staging_slots},
               {"threads", f.threads},       {"storage", f.storage},
               {"direct_io", f.direct_io},   {"correlation", f.correlation}, {"vocab", f.vocab},
@@ -327,6 +332,8 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
            {"hit_pct_decode", Pct(s.served_decode, s.lookups_decode)},
            {"hit_pct_cum", Pct(s.served, s.lookups)},
            {"cache", {{"l1", TierJson(e.local->moe->l1_counters())}, {"l2", TierJson(e.local->moe->l2_counters())}}},
+           {"prefetch", PrefetchJson(f.prefetch.predictor, e.local->moe->prefetch_counters(),
+                                     e.local->moe->l2_counters().misses)},
            {"read_bytes", s.read_bytes},
            {"staged_experts", s.staged},
            {"dropped_assignments", s.dropped},
@@ -426,6 +433,7 @@ Result<Json> Run(RunFlags f) {
   stats.raw_step_samples_cap = f.raw_step_samples_cap;
   Status status = RunWorkload(f, e, &stats);
   const double wall_s = static_cast<double>(stats.ElapsedNs()) / 1e9;
+  if (status.ok()) status = e.local->moe->FinishPrefetches();  // reads no batch waited for: counted, not timed
   if (e.recorder) {
     Status closed = e.recorder->Close();
     if (status.ok()) status = closed;
@@ -463,6 +471,7 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--l2-bytes", f->l2_bytes, "L2 host cache budget, 0 = off (every expert streams from disk)")
       ->transform(SizeValidator())
       ->capture_default_str();
+  AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead"});
   cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember(engine::CachePolicyNames()))->capture_default_str();
   cmd->add_option("--l1-policy", f->l1_policy, "L1 cache policy")
       ->check(CLI::IsMember(engine::CachePolicyNames()))

@@ -59,6 +59,9 @@ class ExpertCache {
   // to fit, false when it cannot; kEvictAfterBatch: always fits, and the next
   // EndBatch evicts down to the budget (an unused prefetch is untouched).
   bool Prefetch(ExpertKey key, uint64_t bytes, std::vector<ExpertKey>* evicted);
+  // Keeps a resident `key` from eviction for the rest of this batch, as if
+  // touched, without a lookup (e.g. an expert a prefetch expects next).
+  void Protect(ExpertKey key);
   // Ends the batch; kEvictAfterBatch evicts until the budget holds.
   void EndBatch(std::vector<ExpertKey>* evicted);
   // Removes a resident entry (e.g. a slot released between waves).

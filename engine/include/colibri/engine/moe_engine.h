@@ -16,6 +16,17 @@
 // every staging slot busy, the rest wait for one (the batch runs in waves).
 // Budgets are never exceeded.
 //
+// Prefetch (EngineOptions::prefetch): while a layer batch runs, once its
+// demand reads are submitted, a predictor (expert_predictor.h) names up to
+// `width` experts of the next MoE layer ((layer + 1) mod layers). Those
+// resident in neither tier are made resident in L2 ahead of their lookup
+// (ExpertCache::Prefetch: they compete with the budget, count as reads, and
+// never evict an expert of the running batch) and read from NVMe into their
+// L2 slots. A later lookup that finds its prefetch still in flight waits for
+// it; an entry evicted while its read is in flight is waited for before its
+// slot is reused. A failed prefetch read drops the entry (a batch waiting on
+// it fails with the read's error). Prefetch needs an L2 tier.
+//
 // With modelled backends that keep time without moving bytes (storage or
 // transfer caps delivers_data = false, compute caps reads_data = false) the
 // pools only reserve address space, and expert inputs are neither gathered nor
@@ -39,6 +50,7 @@
 #include "colibri/engine/compute.h"
 #include "colibri/engine/event_loop.h"
 #include "colibri/engine/expert_cache.h"
+#include "colibri/engine/expert_predictor.h"
 #include "colibri/engine/expert_layout.h"
 #include "colibri/engine/model.h"
 #include "colibri/engine/observer.h"
@@ -73,6 +85,24 @@ struct EngineModel {
 // The engine's view of an opened model (borrows its gating weights).
 EngineModel EngineModelOf(const Model& model);
 
+struct PrefetchConfig {
+  std::string predictor = "none";  // none, coact, lookahead (expert_predictor.h)
+  uint32_t width = 0;              // experts per batch; 0 = top_k x the batch's tokens (at most the experts)
+  double decay = 0.99;             // coact
+  // Used instead of `predictor` when set (e.g. replay's oracle, a coact trained on a profile).
+  std::shared_ptr<ExpertPredictor> custom;
+};
+
+struct PrefetchCounters {
+  uint64_t issued = 0, issued_bytes = 0;  // prefetch reads submitted
+  uint64_t hits = 0;                      // lookups whose first use of an entry was a prefetched one
+  uint64_t wasted_bytes = 0;              // prefetched, evicted before any lookup
+  uint64_t waits = 0;                     // lookups that waited for a prefetch still in flight
+  uint64_t failed = 0;                    // prefetch reads that failed (their entries dropped)
+  // Accuracy against the next batch's union (when it is at the predicted layer):
+  uint64_t predicted = 0, predicted_used = 0, next_lookups = 0;
+};
+
 struct EngineOptions {
   uint64_t l1_bytes = 0;  // 0 disables L1 (compute straight from L2)
   uint64_t l2_bytes = 0;  // 0 disables L2 (every expert streams from NVMe)
@@ -82,6 +112,7 @@ struct EngineOptions {
   // Policy "belady" (offline replay only): the future of the tier's lookups,
   // in the tier's layer batches (a closed-loop replay's batches, in order).
   std::shared_ptr<const NextUseIndex> next_use = nullptr;
+  PrefetchConfig prefetch = {};
 };
 
 struct EngineBackends {
@@ -156,6 +187,10 @@ class MoeEngine {
   void set_observer(EngineObserver* observer) { backends_.observer = observer; }
   TierCounters l1_counters() const;
   TierCounters l2_counters() const;
+  PrefetchCounters prefetch_counters() const;
+  // Runs the event loop until no prefetch read is in flight (call before
+  // reading final timings or counters; the destructor waits for real reads).
+  Status FinishPrefetches();
   // Bytes of every pool the engine allocated (L1 + L2 + staging): its memory footprint for weights.
   uint64_t pool_bytes() const;
   // The memory NVMe reads land in (the L2 pool and the staging slots), split
@@ -175,6 +210,13 @@ class MoeEngine {
   // Execute without telling the observer.
   Status Run(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
              LayerBatchReport* report);
+  size_t EntryIndex(ExpertKey key) const { return static_cast<size_t>(LayerIndexOf(key)) * model_.experts + ExpertOf(key); }
+  // Every storage completion: prefetch reads here, demand reads to the running batch.
+  void OnStorageDone(const ReadCompletion& c);
+  // Waits for every outstanding read, handing each completion to OnStorageDone.
+  void DrainStorage();
+  // Frees the L2 slot of an evicted entry, once a prefetch read into it (if any) is done.
+  Status ReleaseL2Slot(ExpertKey victim);
 
   EngineModel model_;
   EngineOptions options_;
@@ -188,6 +230,15 @@ class MoeEngine {
   std::vector<int64_t> l1_slot_of_;        // [layer x experts + expert] -> slot, -1 when not resident
   std::vector<int64_t> l2_slot_of_;
   std::unique_ptr<EventSource> storage_source_;
+  Batch* current_batch_ = nullptr;         // the batch inside Execute, if any
+  // Prefetch state.
+  std::shared_ptr<ExpertPredictor> predictor_;  // null: no prefetch
+  std::vector<uint8_t> prefetch_in_flight_;     // [layer x experts + expert]
+  size_t prefetches_in_flight_ = 0;
+  std::vector<uint32_t> prediction_;            // the last batch's prediction, ascending once issued
+  uint32_t prediction_layer_ = 0;
+  bool has_prediction_ = false;
+  PrefetchCounters prefetch_;                   // issued, waits, failed, accuracy (hits and waste: the L2 cache's)
   // Scratch reused by every batch (no allocation on the hot path once warm).
   std::unique_ptr<BatchScratch> scratch_;
   std::vector<float> expert_out_;     // [token x top_k + slot] x hidden: each slot's FFN output

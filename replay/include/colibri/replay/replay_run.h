@@ -59,6 +59,10 @@ struct ReplayConfig {
   uint64_t l2_bytes = 0;
   std::string policy = "lru";
   std::string l1_policy = "lru";
+  // Prefetch into L2 (MoeEngine): predictor none, coact, lookahead (needs a
+  // model and --compute cpu) or oracle (the trace's next batch; closed loop).
+  engine::PrefetchConfig prefetch;
+  std::string prefetch_profile;  // coact: train on this trace first
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;         // CpuCompute threads
@@ -107,6 +111,7 @@ struct ReplayResult {
   uint64_t lookups = 0, served = 0, lookups_decode = 0, served_decode = 0;
   uint64_t l1_hits_decode = 0, l2_hits_decode = 0;
   engine::TierCounters l1, l2;
+  engine::PrefetchCounters prefetch;
   uint64_t read_bytes = 0;
   uint64_t reads = 0;
   uint64_t queue_full_events = 0;

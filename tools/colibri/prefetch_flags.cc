@@ -1,0 +1,44 @@
+#include "prefetch_flags.h"
+
+namespace colibri::cli {
+namespace {
+
+double Ratio(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole); }
+
+}  // namespace
+
+void AddPrefetchFlags(CLI::App* command, PrefetchFlags* flags, const std::vector<std::string>& predictors) {
+  std::string known;
+  for (const std::string& p : predictors) known += (known.empty() ? "" : ", ") + p;
+  command->add_option("--prefetch", flags->predictor, "Prefetch the next layer's experts into L2: " + known)
+      ->check(CLI::IsMember(predictors))
+      ->capture_default_str();
+  command->add_option("--prefetch-width", flags->width, "Experts prefetched per layer batch (0: top-k x tokens)")
+      ->capture_default_str();
+  command->add_option("--prefetch-decay", flags->decay, "coact: decay of the transition counts, in (0, 1]")
+      ->capture_default_str();
+}
+
+engine::PrefetchConfig ToPrefetchConfig(const PrefetchFlags& flags) {
+  engine::PrefetchConfig c;
+  c.predictor = flags.predictor;
+  c.width = flags.width;
+  c.decay = flags.decay;
+  return c;
+}
+
+Json PrefetchJson(const std::string& predictor, const engine::PrefetchCounters& p, uint64_t l2_misses) {
+  if (predictor == "none") return nullptr;
+  return Json{{"predictor", predictor},
+              {"issued", p.issued},
+              {"issued_bytes", p.issued_bytes},
+              {"hits", p.hits},
+              {"wasted_bytes", p.wasted_bytes},
+              {"waits", p.waits},
+              {"failed", p.failed},
+              {"precision", Ratio(p.predicted_used, p.predicted)},
+              {"recall", Ratio(p.predicted_used, p.next_lookups)},
+              {"coverage", Ratio(p.hits, p.hits + l2_misses)}};
+}
+
+}  // namespace colibri::cli

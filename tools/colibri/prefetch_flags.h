@@ -1,0 +1,30 @@
+// The engine prefetch flags shared by `colibri replay` and `colibri run`
+// (--prefetch, --prefetch-width, --prefetch-decay), and the prefetch object
+// of their JSON results (docs/CACHE.md, "Prefetch in the engine").
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli_common.h"
+#include "colibri/engine/moe_engine.h"
+
+namespace colibri::cli {
+
+struct PrefetchFlags {
+  std::string predictor = "none";
+  uint32_t width = 0;
+  double decay = 0.99;
+};
+
+// Adds the flags to `command`, --prefetch limited to `predictors`.
+void AddPrefetchFlags(CLI::App* command, PrefetchFlags* flags, const std::vector<std::string>& predictors);
+engine::PrefetchConfig ToPrefetchConfig(const PrefetchFlags& flags);
+
+// {predictor, issued, issued_bytes, hits, wasted_bytes, waits, failed,
+// precision, recall, coverage}: precision = used predictions / predictions,
+// recall = used predictions / the next batches' lookups, coverage = prefetch
+// hits / (prefetch hits + L2 misses). Null without prefetch.
+Json PrefetchJson(const std::string& predictor, const engine::PrefetchCounters& p, uint64_t l2_misses);
+
+}  // namespace colibri::cli
