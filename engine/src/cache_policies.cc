@@ -156,8 +156,8 @@ Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, co
   if (name == "random") return policy_detail::MakeRandomPolicy(budget, options.seed);
   if (name == "pinned") {
     if (options.pinned.empty()) {
-      return Status::InvalidArgument("policy 'pinned' needs a hot set: it runs in the cache lab (colibri cache sweep --pin-from "
-                                     "TRACE --pin-bytes B)");
+      return Status::InvalidArgument("policy 'pinned' needs a hot set learned from a profiling trace: --pin-from TRACE "
+                                     "--pin-bytes B (colibri cache sweep, replay and run)");
     }
     return policy_detail::MakePinnedPolicy(budget, options.pinned);
   }

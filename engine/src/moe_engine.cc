@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -706,7 +707,78 @@ Result<std::shared_ptr<ExpertPredictor>> MakePredictor(const PrefetchConfig& con
   return Status::InvalidArgument("unknown prefetch predictor '" + config.predictor + "' (known: none, coact, lookahead)");
 }
 
+// Policy "pinned" runs on L2, with a hot set of distinct keys of the model
+// that fits the L2 budget.
+Status CheckPinned(const EngineModel& model, const EngineOptions& options, uint64_t expert_bytes_of_layer0,
+                   const std::vector<uint64_t>& layer_expert_bytes) {
+  if (options.l1_policy == "pinned" && options.l1_bytes > 0) {
+    return Status::InvalidArgument("policy 'pinned' runs on L2 (--policy pinned), not on L1");
+  }
+  if (options.l2_policy != "pinned" || options.l2_bytes == 0) return Status::Ok();
+  std::vector<ExpertKey> sorted = options.pinned;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return Status::InvalidArgument("pinned: the hot set repeats a key");
+  }
+  uint64_t bytes = 0;
+  for (ExpertKey key : sorted) {
+    if (LayerIndexOf(key) >= model.moe_layers || ExpertOf(key) >= model.experts) {
+      return Status::InvalidArgument("pinned: key (layer index " + std::to_string(LayerIndexOf(key)) + ", expert " +
+                                     std::to_string(ExpertOf(key)) + ") is outside the model");
+    }
+    bytes += layer_expert_bytes.empty() ? expert_bytes_of_layer0 : layer_expert_bytes[LayerIndexOf(key)];
+  }
+  if (bytes > options.l2_bytes) {
+    return Status::InvalidArgument("pinned: the hot set (" + std::to_string(bytes) + " bytes) is larger than the L2 budget (" +
+                                   std::to_string(options.l2_bytes) + " bytes)");
+  }
+  return Status::Ok();
+}
+
+// One Router per MoE layer (EngineOptions::router).
+Result<std::vector<std::unique_ptr<Router>>> MakeRouters(const EngineModel& model, const RoutingOptions& options) {
+  if (options.capacity_factor < 0.0 || !std::isfinite(options.capacity_factor)) {
+    return Status::InvalidArgument("capacity factor " + std::to_string(options.capacity_factor) + " must be finite and >= 0");
+  }
+  std::vector<std::unique_ptr<Router>> routers;
+  for (uint32_t layer = 0; layer < model.moe_layers; ++layer) {
+    RouterConfig config = options.router;
+    config.renormalize = model.renormalize;
+    if (config.mode == RouterMode::kHashProjection && config.projection.empty()) {
+      if (config.projection_dims == 0) config.projection_dims = 4;
+      config.projection = SeededRouterProjection(model.layout.hidden, config.projection_dims, options.seed + layer);
+    }
+    auto router = Router::Create(std::move(config), model.experts, model.top_k, model.layout.hidden);
+    if (!router.ok()) return router.status().WithPrefix("router");
+    routers.push_back(std::move(router).value());
+  }
+  return routers;
+}
+
 }  // namespace
+
+Status MoeEngine::PreloadPinned() {
+  if (options_.l2_policy != "pinned" || !l2_cache_) return Status::Ok();
+  const uint64_t failed_before = prefetch_.failed;
+  for (ExpertKey key : options_.pinned) {
+    if (l2_cache_->Contains(key)) continue;
+    std::vector<ExpertKey>& evicted = scratch_->evicted;
+    evicted.clear();
+    const uint64_t bytes = ExpertBytes(LayerIndexOf(key));
+    if (!l2_cache_->Insert(key, bytes, &evicted) || !evicted.empty()) return Status::Internal("pinned: the hot set does not fit L2's slots");
+    const size_t index = EntryIndex(key);
+    const uint32_t slot = *l2_pool_->Acquire();
+    l2_slot_of_[index] = slot;
+    ReadRequest request{model_.expert_offsets[index], bytes, l2_pool_->SlotData(slot), kPrefetchTag | index};
+    prefetch_in_flight_[index] = 1;
+    ++prefetches_in_flight_;
+    preloaded_bytes_ += bytes;
+    COLIBRI_RETURN_IF_ERROR(backends_.storage->Submit(request));
+  }
+  COLIBRI_RETURN_IF_ERROR(FinishPrefetches());
+  if (prefetch_.failed != failed_before) return Status::IoError("pinned: reading the hot set failed");
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const EngineOptions& options,
                                                      const EngineBackends& backends) {
@@ -731,6 +803,7 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   if (options.staging_slots == 0) return Status::InvalidArgument("staging_slots must be at least 1");
   COLIBRI_RETURN_IF_ERROR(CheckDataFlow(backends, options));
   COLIBRI_RETURN_IF_ERROR(CheckLayerExpertBytes(model, backends));
+  COLIBRI_RETURN_IF_ERROR(CheckPinned(model, options, block, model.layer_expert_bytes));
   const bool per_layer_sizes = !model.layer_expert_bytes.empty();
   const uint64_t smallest =
       per_layer_sizes ? *std::min_element(model.layer_expert_bytes.begin(), model.layer_expert_bytes.end()) : block;
@@ -751,6 +824,7 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   CachePolicyOptions policy_options;
   policy_options.moe_layers = e.model_.moe_layers;
   policy_options.next_use = options.next_use;
+  policy_options.pinned = options.pinned;
   COLIBRI_ASSIGN_OR_RETURN(e.l1_cache_,
                            MakeTier(options.l1_policy, *e.l1_pool_, options.l1_bytes, per_layer_sizes, policy_options));
   COLIBRI_ASSIGN_OR_RETURN(e.l2_cache_,
@@ -759,6 +833,7 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   e.l1_slot_of_.assign(entries, -1);
   e.l2_slot_of_.assign(entries, -1);
   e.scratch_ = std::make_unique<BatchScratch>(e.model_.experts);
+  COLIBRI_ASSIGN_OR_RETURN(e.routers_, MakeRouters(e.model_, options.routing));
   COLIBRI_ASSIGN_OR_RETURN(e.predictor_, MakePredictor(options.prefetch, e.model_, options, backends.compute));
   e.prefetch_in_flight_.assign(entries, 0);
   auto source = std::make_unique<StorageEventSource>(backends.storage);
@@ -806,25 +881,31 @@ EngineModel EngineModelOf(const Model& model) {
 }
 
 Status MoeEngine::Forward(uint32_t layer_index, const float* hidden, size_t tokens, float* out,
-                          LayerBatchReport* report) {
+                          LayerBatchReport* report, const uint32_t* token_ids) {
   if (layer_index >= model_.moe_layers || layer_index >= model_.gate_weights.size()) {
     return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range or without a router");
   }
   COLIBRI_RETURN_IF_ERROR(CheckRoutingCompute());
   const TimeNs start = backends_.loop->Now();
-  logits_.resize(tokens * model_.experts);
-  COLIBRI_RETURN_IF_ERROR(backends_.compute->GateGemv(model_.gate_weights[layer_index], model_.gate_biases[layer_index],
-                                                      model_.experts, model_.layout.hidden, hidden, tokens,
-                                                      logits_.data()));
-  return RouteAndRun(layer_index, logits_.data(), hidden, tokens, out, start, report);
+  const RouterMode mode = options_.routing.router.mode;
+  const float* logits = nullptr;
+  if (mode == RouterMode::kSoftmaxTopK || mode == RouterMode::kSigmoidGrouped) {  // the hash modes need no gate
+    logits_.resize(tokens * model_.experts);
+    COLIBRI_RETURN_IF_ERROR(backends_.compute->GateGemv(model_.gate_weights[layer_index], model_.gate_biases[layer_index],
+                                                        model_.experts, model_.layout.hidden, hidden, tokens,
+                                                        logits_.data()));
+    logits = logits_.data();
+  }
+  return RouteAndRun(layer_index, RouterInput{tokens, logits, hidden, token_ids, start}, start, out, report);
 }
 
 Status MoeEngine::ExecuteLogits(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens,
-                                float* out, LayerBatchReport* report) {
+                                float* out, LayerBatchReport* report, const uint32_t* token_ids) {
   if (layer_index >= model_.moe_layers) {
     return Status::InvalidArgument("MoE layer index " + std::to_string(layer_index) + " out of range");
   }
-  return RouteAndRun(layer_index, logits, hidden, tokens, out, backends_.loop->Now(), report);
+  const TimeNs start = backends_.loop->Now();
+  return RouteAndRun(layer_index, RouterInput{tokens, logits, hidden, token_ids, start}, start, out, report);
 }
 
 Status MoeEngine::CheckRoutingCompute() const {
@@ -833,34 +914,53 @@ Status MoeEngine::CheckRoutingCompute() const {
                                  backends_.compute->caps().name + "' only models time");
 }
 
-Status MoeEngine::RouteAndRun(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens, float* out,
-                              TimeNs start, LayerBatchReport* report) {
-  const uint32_t experts = model_.experts, k = model_.top_k;
+uint32_t MoeEngine::CapacityFor(size_t tokens) const {
+  if (options_.routing.capacity_factor <= 0.0) return model_.expert_capacity;
+  const double slots = static_cast<double>(tokens) * model_.top_k / model_.experts;
+  return static_cast<uint32_t>(std::ceil(options_.routing.capacity_factor * slots));
+}
+
+Status MoeEngine::RouteAndRun(uint32_t layer_index, const RouterInput& input, TimeNs start, float* out,
+                              LayerBatchReport* report) {
+  const size_t tokens = input.tokens;
+  const uint32_t k = model_.top_k;
+  Router& router = *routers_[layer_index];
   routed_ids_.resize(tokens * k);
   routed_weights_.resize(tokens * k);
-  for (size_t t = 0; t < tokens; ++t) {
-    COLIBRI_RETURN_IF_ERROR(RouteTopK(logits + t * experts, experts, k, model_.renormalize, routed_ids_.data() + t * k,
-                                      routed_weights_.data() + t * k)
-                                .WithPrefix("routing token " + std::to_string(t) + " of MoE layer " +
-                                            std::to_string(layer_index)));
-  }
+  const std::string where = "routing MoE layer " + std::to_string(layer_index);
+  COLIBRI_RETURN_IF_ERROR(router.Route(input, routed_ids_.data(), routed_weights_.data()).WithPrefix(where));
   kept_ids_ = routed_ids_;
   kept_weights_ = routed_weights_;
-  COLIBRI_ASSIGN_OR_RETURN(CapacityStats dropped, ApplyExpertCapacity(kept_ids_.data(), kept_weights_.data(), tokens,
-                                                                      k, experts, model_.expert_capacity));
+  Result<CapacityCounts> capacity = router.ApplyCapacity(input, CapacityFor(tokens), options_.routing.capacity_overflow,
+                                                         kept_ids_.data(), kept_weights_.data());
+  COLIBRI_RETURN_IF_ERROR(capacity.status().WithPrefix(where));
   const TimeNs routing_ns = backends_.loop->Now() - start;
   if (backends_.observer != nullptr) {
-    backends_.observer->OnRouting(RoutingDecision{layer_index, tokens, k, experts, model_.layout.hidden,
-                                                  routed_ids_.data(), routed_weights_.data(), logits, hidden});
+    backends_.observer->OnRouting(RoutingDecision{layer_index, tokens, k, model_.experts, model_.layout.hidden,
+                                                  routed_ids_.data(), routed_weights_.data(), input.logits,
+                                                  input.hidden, routing_ns});
   }
   LayerBatchReport local;
   LayerBatchReport& r = report != nullptr ? *report : local;
-  COLIBRI_RETURN_IF_ERROR(Run(layer_index, hidden, LayerRouting{tokens, kept_ids_.data(), kept_weights_.data()}, out, &r));
+  COLIBRI_RETURN_IF_ERROR(Run(layer_index, input.hidden, LayerRouting{tokens, kept_ids_.data(), kept_weights_.data()}, out, &r));
   r.step_ns.routing = routing_ns;
   r.step_ns.total += routing_ns;
-  r.dropped_assignments = static_cast<uint32_t>(dropped.dropped_slots);
+  r.dropped_assignments = static_cast<uint32_t>(capacity.value().dropped.dropped_slots);
   if (backends_.observer != nullptr) backends_.observer->OnLayerBatch(r);
   return Status::Ok();
+}
+
+RouterCounters MoeEngine::router_counters() const {
+  RouterCounters sum;
+  for (const auto& router : routers_) {
+    const RouterCounters& c = router->counters();
+    sum.tokens_routed += c.tokens_routed;
+    sum.tokens_redirected += c.tokens_redirected;
+    sum.slots_redirected += c.slots_redirected;
+    sum.capacity_dropped_slots += c.capacity_dropped_slots;
+    sum.capacity_rerouted_slots += c.capacity_rerouted_slots;
+  }
+  return sum;
 }
 
 std::string LruCliffWarning(const std::string& tier, const std::string& policy, uint64_t budget_bytes,

@@ -346,4 +346,19 @@ Result<std::vector<LabResult>> Sweep(const LabTrace& trace, const SweepOptions& 
   return results;
 }
 
+Result<std::vector<ExpertKey>> LearnHotSet(bool policy_pinned, const std::string& pin_from, uint64_t pin_bytes,
+                                           uint32_t moe_layers, uint32_t experts) {
+  if (policy_pinned != (!pin_from.empty() && pin_bytes > 0)) {
+    return Status::InvalidArgument("policy 'pinned' and --pin-from TRACE --pin-bytes B go together");
+  }
+  if (!policy_pinned) return std::vector<ExpertKey>();
+  COLIBRI_ASSIGN_OR_RETURN(const LabTrace profile, LoadLabTrace(pin_from));
+  if (profile.moe_layers != moe_layers || profile.experts != experts) {
+    return Status::InvalidArgument("--pin-from " + pin_from + " has " + std::to_string(profile.moe_layers) +
+                                   " MoE layers x " + std::to_string(profile.experts) + " experts; the trace has " +
+                                   std::to_string(moe_layers) + " x " + std::to_string(experts));
+  }
+  return PinnedHotSet(profile, pin_bytes);
+}
+
 }  // namespace colibri::replay

@@ -45,16 +45,34 @@ Status EngineReplayer::Run(const LayerBatch& batch, engine::LayerBatchReport* re
 
 Status EngineReplayer::Recompute(const LayerBatch& batch, const float* hidden, engine::LayerBatchReport* report) {
   float* out = moves_data_ ? out_.data() : nullptr;
-  if (moves_data_ && !batch.hidden.empty()) {
-    return engine_->Forward(batch.layer_index, hidden, batch.tokens(), out, report);
+  token_ids_.clear();
+  for (const BatchRow& row : batch.rows) {
+    if (row.token_id) token_ids_.push_back(*row.token_id);
   }
-  if (batch.router_logits.empty()) {
-    return Status::InvalidArgument("routing recompute: pass " + std::to_string(batch.pass_id) + " at MoE layer index " +
-                                   std::to_string(batch.layer_index) +
-                                   " has no recorded router logits" +
+  const uint32_t* token_ids = token_ids_.size() == batch.tokens() ? token_ids_.data() : nullptr;
+  if (moves_data_ && !batch.hidden.empty()) {
+    return engine_->Forward(batch.layer_index, hidden, batch.tokens(), out, report, token_ids);
+  }
+  const engine::RouterMode mode = engine_->routing().router.mode;
+  const bool needs_logits = mode == engine::RouterMode::kSoftmaxTopK || mode == engine::RouterMode::kSigmoidGrouped;
+  const auto where = [&batch] {
+    return "routing recompute: pass " + std::to_string(batch.pass_id) + " at MoE layer index " +
+           std::to_string(batch.layer_index);
+  };
+  if (mode == engine::RouterMode::kHashProjection && batch.hidden.empty()) {
+    return Status::InvalidArgument(where() + ": hash-projection needs the trace's hidden states (colibri run --record-hidden)");
+  }
+  if (mode == engine::RouterMode::kHashToken && token_ids == nullptr) {
+    return Status::InvalidArgument(where() + ": hash-token needs the trace's token ids (colibri run --record-tokens)");
+  }
+  if (batch.router_logits.empty() && needs_logits) {
+    return Status::InvalidArgument(where() + " has no recorded router logits" +
                                    (moves_data_ ? " or hidden states" : " (hidden states need a compute backend that reads data)"));
   }
-  return engine_->ExecuteLogits(batch.layer_index, batch.router_logits.data(), hidden, batch.tokens(), out, report);
+  // The router may read the recorded hidden states even where compute only models time.
+  const float* router_input = batch.hidden.empty() ? hidden : batch.hidden.data();
+  return engine_->ExecuteLogits(batch.layer_index, needs_logits ? batch.router_logits.data() : nullptr, router_input,
+                                batch.tokens(), out, report, token_ids);
 }
 
 Status EngineReplayer::Replay(const LayerBatch& batch, const float* hidden, engine::LayerBatchReport* report) {

@@ -64,6 +64,11 @@ Status CheckConfig(const ReplayConfig& c) {
     return Status::InvalidArgument("real backends (--storage " + c.storage + ", --compute " + c.compute +
                                    ") read and compute the experts: pass --model DIR");
   }
+  const engine::RoutingOptions& r = c.router;
+  if (c.routing == RoutingMode::kRecorded &&
+      (r.router.mode != engine::RouterMode::kSoftmaxTopK || r.router.load_aware.enabled || r.capacity_factor > 0)) {
+    return Status::InvalidArgument("--router, --load-aware and --capacity-factor route again: they need --routing recompute");
+  }
   return CheckPacing(c);
 }
 
@@ -214,8 +219,11 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   COLIBRI_RETURN_IF_ERROR(OpenStorage(c, model, rig.get()));
   COLIBRI_RETURN_IF_ERROR(OpenTransferAndCompute(c, rig.get()));
   engine::EngineOptions options{c.l1_bytes, c.l2_bytes, c.l1_policy, c.policy, c.staging_slots};
+  options.routing = c.router;
   COLIBRI_ASSIGN_OR_RETURN(options.next_use, BeladyFuture(c));
   COLIBRI_ASSIGN_OR_RETURN(options.prefetch, ReplayPrefetch(c, shape));
+  COLIBRI_ASSIGN_OR_RETURN(options.pinned, LearnHotSet(c.policy == "pinned", c.pin_from, c.pin_bytes, model.moe_layers,
+                                                       model.experts));
   const engine::EngineBackends backends{rig->loop.get(), rig->storage.get(), rig->transfer.get(), rig->compute.get(),
                                         nullptr};
   COLIBRI_ASSIGN_OR_RETURN(rig->engine, engine::MoeEngine::Create(std::move(model), options, backends));
@@ -475,6 +483,8 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.modelled_layout = rig->modelled_layout;
   out.warnings = rig->engine->SizingWarnings();
   out.open_loop = c.pacing == Pacing::kOpen;
+  COLIBRI_RETURN_IF_ERROR(rig->engine->PreloadPinned());  // start-up, before the run's clock starts
+  out.preload_bytes = rig->engine->preloaded_bytes();
   Runner runner(c, shape, rig.get(), &replayer);
   const auto wall_start = std::chrono::steady_clock::now();
   const engine::TimeNs run_start = rig->loop->Now();
@@ -488,6 +498,7 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.l1 = rig->engine->l1_counters();
   out.l2 = rig->engine->l2_counters();
   out.prefetch = rig->engine->prefetch_counters();
+  out.router = rig->engine->router_counters();
   out.read_bytes = rig->storage->counters().read_bytes;
   out.reads = rig->storage->counters().reads;
   out.queue_full_events = rig->storage->counters().queue_full_events;

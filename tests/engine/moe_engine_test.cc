@@ -348,8 +348,9 @@ TEST(MoeEnginePrefetchTest, OutputsStayBitIdenticalAndEveryReadIsCounted) {
           EXPECT_EQ(p.issued_bytes, p.issued * block);
           EXPECT_LE(p.hits, p.issued);
           waits += p.waits;
-          if (wrong) EXPECT_EQ(p.predicted_used, 0u);  // (later batches may still use them)
-          if (!wrong && l2 == 24 * block) {
+          if (wrong) {
+            EXPECT_EQ(p.predicted_used, 0u);  // (later batches may still use them)
+          } else if (l2 == 24 * block) {
             EXPECT_GT(p.hits, 0u);
             EXPECT_EQ(p.predicted_used, p.predicted);  // the oracle is always right
           }
@@ -447,6 +448,47 @@ TEST(MoeEnginePrefetchTest, BadPrefetchConfigurationsAreClearErrors) {
   EXPECT_NE(error_of(4 * block, "coact", 0.0).find("outside (0, 1]"), std::string::npos);
   EXPECT_NE(error_of(4 * block, "lookahead", 0.9).find("gate weights"), std::string::npos);
   EXPECT_EQ(error_of(4 * block, "coact", 1.0), "");
+}
+
+TEST(MoeEnginePinnedTest, PreloadsTheHotSetWhichNeverLeaves) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  EngineOptions options{0, 3 * block, "lru", "pinned", 2};
+  options.pinned = {MakeExpertKey(0, 5), MakeExpertKey(2, 7)};
+  EngineRig s(f, options, 1);
+  ASSERT_NE(s.engine, nullptr);
+  ASSERT_TRUE(s.engine->PreloadPinned().ok());
+  EXPECT_EQ(s.engine->preloaded_bytes(), 2 * block);
+  EXPECT_EQ(s.storage.counters().read_bytes, 2 * block);
+  for (const Pass& p : MakePasses(3)) {  // one unpinned slot left: every other expert churns through it
+    std::vector<float> out;
+    ASSERT_TRUE(RunPass(*s.engine, p, &out, nullptr).ok());
+    ASSERT_EQ(std::memcmp(out.data(), Reference(f, p).data(), out.size() * 4), 0);
+  }
+  Pass p{0, std::vector<float>(kHidden, 0.1f), {5, 1}, {0.5f, 0.5f}};
+  std::vector<float> out;
+  LayerBatchReport r;
+  ASSERT_TRUE(RunPass(*s.engine, p, &out, &r).ok());
+  EXPECT_EQ(r.l2_hits, 1u);  // expert 5 of layer 0 is still there
+}
+
+TEST(MoeEnginePinnedTest, BadHotSetsAreClearErrors) {
+  Fixture f;
+  BareBackends bare(f);
+  const uint64_t block = f.model.layout.block_bytes;
+  const auto error_of = [&](EngineOptions options, std::vector<ExpertKey> pinned) {
+    options.pinned = std::move(pinned);
+    auto e = MoeEngine::Create(f.model, options, bare.backends);
+    return e.ok() ? std::string() : e.status().message();
+  };
+  const EngineOptions l2{0, 2 * block, "lru", "pinned", 1};
+  EXPECT_NE(error_of(l2, {}).find("--pin-from TRACE"), std::string::npos);
+  EXPECT_NE(error_of(l2, {MakeExpertKey(0, 1), MakeExpertKey(0, 1)}).find("repeats a key"), std::string::npos);
+  EXPECT_NE(error_of(l2, {MakeExpertKey(3, 1)}).find("outside the model"), std::string::npos);
+  EXPECT_NE(error_of(l2, {MakeExpertKey(0, 1), MakeExpertKey(0, 2), MakeExpertKey(1, 1)}).find("larger than the L2 budget"),
+            std::string::npos);
+  EXPECT_NE(error_of(EngineOptions{2 * block, 2 * block, "pinned", "lru", 1}, {MakeExpertKey(0, 1)}).find("runs on L2"),
+            std::string::npos);
 }
 
 }  // namespace

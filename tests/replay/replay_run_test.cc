@@ -268,5 +268,44 @@ TEST_F(PrefetchReplayTest, RefusedWithoutWhatThePredictorNeeds) {
   EXPECT_EQ(error_of(c), "");  // trained on itself
 }
 
+using PinnedReplayTest = ReplayRunTest;
+
+// A hot set learned from a profiling trace, pinned in the engine's L2: read
+// before the first batch, never evicted, the lab's decisions when every batch fits.
+TEST_F(PinnedReplayTest, PreloadsTheHotSetAndMatchesTheLab) {
+  const std::string trace = WriteTrace(60, 9), profile = WriteTrace(30, 10);
+  constexpr uint64_t kExpertBytes = 196608;
+  ReplayConfig c = Config(trace, "a100-pm9a3-gen4");
+  c.l2_bytes = 6u * kExpertBytes;
+  c.policy = "pinned";
+  c.pin_from = profile;
+  c.pin_bytes = 2u * kExpertBytes;
+  auto pinned = RunReplay(c);
+  ASSERT_TRUE(pinned.ok()) << pinned.status().message();
+  EXPECT_EQ(pinned.value().preload_bytes, 2u * kExpertBytes);
+  EXPECT_EQ(pinned.value().read_bytes, pinned.value().preload_bytes + pinned.value().l2.misses * kExpertBytes);
+
+  auto lab_trace = LoadLabTrace(trace), lab_profile = LoadLabTrace(profile);
+  ASSERT_TRUE(lab_trace.ok() && lab_profile.ok());
+  LabRun run;
+  run.policy = "pinned";
+  run.budget_bytes = c.l2_bytes;
+  run.pinned = PinnedHotSet(lab_profile.value(), c.pin_bytes);
+  auto lab = SimulateCache(lab_trace.value(), run, nullptr);
+  ASSERT_TRUE(lab.ok()) << lab.status().message();
+  EXPECT_EQ(pinned.value().served, lab.value().hits);
+  EXPECT_EQ(pinned.value().read_bytes, lab.value().read_bytes);
+
+  c.pin_from.clear();
+  auto missing = RunReplay(c);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("--pin-from TRACE --pin-bytes B"), std::string::npos);
+  c.pin_from = profile;
+  c.pin_bytes = 7u * kExpertBytes;  // larger than L2
+  auto too_big = RunReplay(c);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("larger than the L2 budget"), std::string::npos) << too_big.status().message();
+}
+
 }  // namespace
 }  // namespace colibri::replay

@@ -4,6 +4,9 @@
 // re-reads, and bad input is exit code 2 with a clear message.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <sstream>
+
 #include "cli_test_util.h"
 
 namespace colibri::cli {
@@ -72,6 +75,19 @@ TEST_F(RunCliTest, PrefetchIsReportedAndItsReadsCounted) {
   EXPECT_NE(no_l2.err.find("needs an L2 budget"), std::string::npos) << no_l2.err;
 }
 
+TEST_F(RunCliTest, PinnedHotSetFromARecordedProfile) {
+  const std::string profile = dir_->File("profile.ctrace");
+  const Outcome record = Run("--l2-bytes 1G --record " + profile);
+  ASSERT_EQ(record.exit_code, 0) << record.err;
+  const Outcome pinned = Run("--l2-bytes 96K --policy pinned --pin-from " + profile + " --pin-bytes 48K");
+  ASSERT_EQ(pinned.exit_code, 0) << pinned.err;
+  EXPECT_EQ(pinned.json()["preload_bytes"].get<uint64_t>(), 4u * 12288);
+  EXPECT_EQ(pinned.json()["output_digest"], record.json()["output_digest"]);
+  const Outcome alone = Run("--l2-bytes 96K --policy pinned");
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("--pin-from TRACE --pin-bytes B"), std::string::npos) << alone.err;
+}
+
 TEST_F(RunCliTest, RecordsATraceThatReReads) {
   const std::string trace = dir_->File("run.ctrace");
   const Outcome run = Run("--record " + trace + " --record-logits --record-hidden --record-tokens");
@@ -88,6 +104,49 @@ TEST_F(RunCliTest, RecordsATraceThatReReads) {
   EXPECT_EQ(RunColibri("trace validate " + trace, dir_->path()).exit_code, 0);
 }
 
+// Every routing mode runs through the engine; placement still never changes
+// the output, and --log-level debug prints the documents' router log line.
+TEST_F(RunCliTest, RoutingModesAreDeterministicWhateverThePlacement) {
+  for (const char* router : {"--router sigmoid-grouped --n-group 4 --topk-group 2 --routed-scaling-factor 2.5",
+                             "--router hash-projection", "--router hash-token --vocab 100",
+                             "--router softmax-topk --load-aware --load-window-tokens 64",
+                             "--router hash-token --vocab 100 --capacity-factor 1 --capacity-overflow reroute"}) {
+    const Outcome a = Run(std::string(router) + " --l2-bytes 1G");
+    const Outcome b = Run(std::string(router) + " --l2-bytes 48K --policy lfu --queue-depth 1");
+    ASSERT_EQ(a.exit_code, 0) << router << ": " << a.err;
+    ASSERT_EQ(b.exit_code, 0) << router << ": " << b.err;
+    EXPECT_EQ(a.json()["output_digest"], b.json()["output_digest"]) << router;
+    EXPECT_EQ(a.json()["router"], b.json()["router"]) << router;
+    EXPECT_EQ(a.json()["router"]["tokens_routed"].get<uint64_t>(), (3u * 5 + 3u * 6) * 3);
+  }
+  const Outcome rerouted = Run("--router hash-token --vocab 100 --capacity-factor 1 --capacity-overflow reroute");
+  EXPECT_GT(rerouted.json()["router"]["capacity_rerouted_slots"].get<uint64_t>(), 0u);
+  const Outcome debug = Run("--router hash-token --vocab 100 --log-level debug");
+  ASSERT_EQ(debug.exit_code, 0) << debug.err;
+  const std::regex line(R"(\[ROUTER\] 0x[0-9a-f]{16} \| EXPERT:[0-9]+ \| LOAD:[01]\.[0-9]{2} \| LATENCY:[0-9]+us)");
+  size_t lines = 0;
+  std::istringstream err(debug.err);
+  for (std::string l; std::getline(err, l);) lines += std::regex_match(l, line);
+  EXPECT_EQ(lines, (3u * 5 + 3u * 6) * 3 * 2);  // one per (token, layer, slot)
+}
+
+// A trace recorded under a hash mode, routed again by replay in the same mode
+// (same seed: the same W_r), reproduces every recorded decision.
+TEST_F(RunCliTest, ReplayRecomputesTheRecordedHashRouting) {
+  for (const std::string router : {"hash-projection", "hash-token --vocab 100"}) {
+    const std::string trace = dir_->File("hash.ctrace");
+    const Outcome run = Run("--router " + router + " --record " + trace + " --record-hidden --record-tokens");
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    const std::string replay = "replay " + trace + " --hw h100-p5800x-gen5 --l2-bytes 1G --no-store --json ";
+    const Outcome recorded = RunColibri(replay, dir_->path());
+    const Outcome recomputed = RunColibri(replay + "--routing recompute --router " + router, dir_->path());
+    ASSERT_EQ(recorded.exit_code, 0) << recorded.err;
+    ASSERT_EQ(recomputed.exit_code, 0) << recomputed.err;
+    EXPECT_EQ(recorded.json()["runs"][0]["expert_load"], recomputed.json()["runs"][0]["expert_load"]) << router;
+    EXPECT_EQ(recorded.json()["runs"][0]["event_digest"], recomputed.json()["runs"][0]["event_digest"]) << router;
+  }
+}
+
 TEST_F(RunCliTest, BadInputIsExitCodeTwoWithAClearMessage) {
   const Outcome missing = RunColibri("run --model /nonexistent/model", dir_->path());
   EXPECT_EQ(missing.exit_code, 2);
@@ -100,6 +159,9 @@ TEST_F(RunCliTest, BadInputIsExitCodeTwoWithAClearMessage) {
   const Outcome size = Run("--l2-bytes 12Q");
   EXPECT_EQ(size.exit_code, 2);
   EXPECT_NE(size.err.find("unknown unit"), std::string::npos) << size.err;
+  const Outcome groups = Run("--router sigmoid-grouped --n-group 3");
+  EXPECT_EQ(groups.exit_code, 2);
+  EXPECT_NE(groups.err.find("router"), std::string::npos) << groups.err;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cache_flags.h"
 #include "cli_common.h"
 #include "colibri/engine/moe_engine.h"
 #include "colibri/replay/cache_lab.h"
@@ -31,8 +32,7 @@ struct SweepFlags {
   double prefetch_decay = 0.99;
   std::string prefetch_profile;
   std::string tier = "l2";
-  std::string pin_from;
-  std::string pin_bytes = "0";
+  PinFlags pin;
   uint64_t seed = 1;
   uint32_t threads = 2;
   std::string format = "table";
@@ -71,18 +71,9 @@ Result<replay::SweepOptions> Options(const SweepFlags& f, const replay::LabTrace
   }
   o.seed = f.seed;
   o.threads = f.threads;
-  COLIBRI_ASSIGN_OR_RETURN(const uint64_t pin_bytes, ParseSizeBytes(f.pin_bytes));
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t pin_bytes, ParseSizeBytes(f.pin.bytes));
   const bool pinned = std::find(o.policies.begin(), o.policies.end(), "pinned") != o.policies.end();
-  if (pinned != (!f.pin_from.empty() && pin_bytes > 0)) {
-    return Status::InvalidArgument("policy 'pinned' and --pin-from TRACE --pin-bytes B go together");
-  }
-  if (pinned) {
-    COLIBRI_ASSIGN_OR_RETURN(const replay::LabTrace profile, replay::LoadLabTrace(f.pin_from));
-    if (profile.moe_layers != trace.moe_layers || profile.experts != trace.experts) {
-      return Status::InvalidArgument("--pin-from " + f.pin_from + ": its model shape differs from " + f.trace);
-    }
-    o.pinned = replay::PinnedHotSet(profile, pin_bytes);
-  }
+  COLIBRI_ASSIGN_OR_RETURN(o.pinned, replay::LearnHotSet(pinned, f.pin.from, pin_bytes, trace.moe_layers, trace.experts));
   return o;
 }
 
@@ -295,9 +286,7 @@ void AddCacheCommands(CLI::App* app, int* exit_code) {
                                      "of host memory)")
       ->check(CLI::IsMember({"l1", "l2"}))
       ->capture_default_str();
-  cmd->add_option("--pin-from", f->pin_from, "pinned: learn the hot set from this profiling trace")
-      ->check(CLI::ExistingFile);
-  cmd->add_option("--pin-bytes", f->pin_bytes, "pinned: the hot set's size")->transform(SizeValidator());
+  AddPinFlags(cmd, &f->pin);
   cmd->add_option("--seed", f->seed, "Seed of the random policy")->capture_default_str();
   cmd->add_option("--threads", f->threads, "Simulations run at once")->check(CLI::Range(1u, 256u))->capture_default_str();
   cmd->add_option("--format", f->format, "table, md, csv, json or html (the curves as a self-contained page)")

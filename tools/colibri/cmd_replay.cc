@@ -19,7 +19,8 @@
 #include "colibri/traces/importers.h"
 #include "commands.h"
 #include "latency_json.h"
-#include "prefetch_flags.h"
+#include "cache_flags.h"
+#include "router_flags.h"
 #include "run_storage.h"
 
 namespace colibri::cli {
@@ -37,6 +38,9 @@ struct ReplayFlags {
   std::string l1_policy = "lru";
   PrefetchFlags prefetch;
   std::string prefetch_profile;
+  PinFlags pin;
+  RouterFlags router;
+  uint32_t vocab = 32000;
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;
@@ -124,8 +128,10 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"hit_pct_decode", Pct(r.served_decode, r.lookups_decode)},
               {"hit_pct_cum", Pct(r.served, r.lookups)},
               {"cache", {{"l1", TierJson(r.l1)}, {"l2", TierJson(r.l2)}}},
+              {"router", c.routing == replay::RoutingMode::kRecompute ? RouterJson(c.router, r.router) : Json(nullptr)},
               {"prefetch", PrefetchJson(c.prefetch.predictor, r.prefetch, r.l2.misses)},
               {"read_bytes", r.read_bytes},
+              {"preload_bytes", r.preload_bytes},
               {"reads", r.reads},
               {"queue_full_events", r.queue_full_events},
               {"staged_experts", r.staged},
@@ -148,12 +154,15 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.transfer = f.transfer;
   c.compute = f.compute;
   COLIBRI_ASSIGN_OR_RETURN(c.routing, replay::ParseRoutingMode(f.routing));
+  COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &c.router));
   c.l1_bytes = std::stoull(f.l1_bytes);
   c.l2_bytes = std::stoull(f.l2_bytes);
   c.policy = f.policy;
   c.l1_policy = f.l1_policy;
   c.prefetch = ToPrefetchConfig(f.prefetch);
   c.prefetch_profile = f.prefetch_profile;
+  c.pin_from = f.pin.from;
+  c.pin_bytes = std::stoull(f.pin.bytes);
   c.queue_depth = f.queue_depth;
   c.staging_slots = f.staging_slots;
   c.threads = f.threads;
@@ -340,6 +349,9 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead", "oracle"});
   cmd->add_option("--prefetch-profile", f->prefetch_profile, "coact: train on this trace first")->check(CLI::ExistingFile);
+  AddPinFlags(cmd, &f->pin);
+  AddRouterFlags(cmd, &f->router);
+  cmd->add_option("--vocab", f->vocab, "hash-token: the vocabulary of the trace's token ids")->capture_default_str();
   cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")->check(CLI::Range(1u, 32768u))->capture_default_str();
   cmd->add_option("--staging-slots", f->staging_slots, "Transient expert slots")->check(CLI::Range(1u, 4096u))->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();

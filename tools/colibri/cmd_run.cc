@@ -16,12 +16,14 @@
 
 #include "cli_common.h"
 #include "colibri/engine/local_engine.h"
+#include "colibri/replay/cache_lab.h"
 #include "colibri/replay/trace_recorder.h"
 #include "colibri/reports/run_recording.h"
 #include "colibri/traces/importers.h"
 #include "commands.h"
 #include "latency_json.h"
-#include "prefetch_flags.h"
+#include "cache_flags.h"
+#include "router_flags.h"
 #include "run_storage.h"
 
 namespace colibri::cli {
@@ -40,6 +42,9 @@ struct RunFlags {
   std::string policy = "lru";
   std::string l1_policy = "lru";
   PrefetchFlags prefetch;
+  PinFlags pin;
+  RouterFlags router;
+  std::string log_level = "warn";
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;
@@ -177,21 +182,41 @@ struct RunStats {
   }
 };
 
-// Counts each layer's expert selections, then hands the decision on (to the recorder, if any).
+// Counts each layer's expert selections, then hands the decision on (to the
+// recorder, if any). With the debug log, prints each (token, slot) decision as
+// `[ROUTER] 0x<request id> | EXPERT:<id> | LOAD:<0..1> | LATENCY:<n>us`:
+// LOAD = the expert's selections so far in this layer over the layer's most
+// selected expert's, LATENCY = the batch's routing step.
 class LoadCounter final : public engine::EngineObserver {
  public:
   LoadCounter(uint32_t layers, uint32_t experts) : loads_(layers, std::vector<uint64_t>(experts, 0)) {}
   void set_next(engine::EngineObserver* next) { next_ = next; }
+  // The rows of the batches routed next (request ids for the debug log), or null: no log.
+  void set_debug_rows(const std::vector<replay::BatchRow>* rows) { debug_rows_ = rows; }
   void OnRouting(const engine::RoutingDecision& d) override {
     std::vector<uint64_t>& load = loads_[d.layer_index];
     for (size_t i = 0; i < d.tokens * d.top_k; ++i) ++load[d.expert_ids[i]];
+    if (debug_rows_ != nullptr) LogDecisions(d, load);
     if (next_ != nullptr) next_->OnRouting(d);
   }
   const std::vector<std::vector<uint64_t>>& loads() const { return loads_; }
 
  private:
+  void LogDecisions(const engine::RoutingDecision& d, const std::vector<uint64_t>& load) const {
+    const double max_load = static_cast<double>(*std::max_element(load.begin(), load.end()));
+    for (size_t t = 0; t < d.tokens && t < debug_rows_->size(); ++t) {
+      for (uint32_t s = 0; s < d.top_k; ++s) {
+        const uint32_t id = d.expert_ids[t * d.top_k + s];
+        std::fprintf(stderr, "[ROUTER] 0x%016llx | EXPERT:%u | LOAD:%.2f | LATENCY:%lldus\n",
+                     static_cast<unsigned long long>((*debug_rows_)[t].request_id), id,
+                     static_cast<double>(load[id]) / max_load, static_cast<long long>(d.routing_ns / 1000));
+      }
+    }
+  }
+
   std::vector<std::vector<uint64_t>> loads_;
   engine::EngineObserver* next_ = nullptr;
+  const std::vector<replay::BatchRow>* debug_rows_ = nullptr;
 };
 
 
@@ -215,8 +240,18 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   options.engine.l2_policy = f.policy;
   options.engine.staging_slots = f.staging_slots;
   options.engine.prefetch = ToPrefetchConfig(f.prefetch);
+  COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &options.engine.routing));
+  if (f.policy == "pinned") {  // the hot set needs the model's shape
+    COLIBRI_ASSIGN_OR_RETURN(const engine::Model model, engine::OpenModel(f.model_dir, false));
+    COLIBRI_ASSIGN_OR_RETURN(options.engine.pinned,
+                             replay::LearnHotSet(true, f.pin.from, std::stoull(f.pin.bytes), model.config().layers(),
+                                                 model.config().experts));
+  } else if (!f.pin.from.empty()) {
+    return Status::InvalidArgument("policy 'pinned' and --pin-from TRACE --pin-bytes B go together");
+  }
   auto e = std::make_unique<Engine>();
   COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
+  COLIBRI_RETURN_IF_ERROR(e->local->moe->PreloadPinned());
   if (!e->local->warning.empty()) std::cerr << "colibri: warning: " << e->local->warning << "\n";
   for (const std::string& w : e->local->moe->SizingWarnings()) std::cerr << "colibri: warning: " << w << "\n";
   const engine::ModelConfig& config = e->local->model.config();
@@ -240,13 +275,16 @@ struct Inputs {
   TokenStreams tokens;
   HiddenStates hidden;
   bool record_tokens;
+  bool debug_log;  // --log-level debug: the router's decisions on stderr
 };
 
 // One forward pass: every MoE layer over `rows` (request, position, token) tokens.
 Status RunPass(Engine& e, Inputs& in, std::vector<replay::BatchRow> rows, uint64_t pass_id, bool prefill,
                RunStats* stats) {
   const engine::ModelConfig& c = e.local->model.config();
-  for (replay::BatchRow& row : rows) row.token_id = in.tokens.Next(row.request_id);
+  std::vector<uint32_t> token_ids;
+  for (replay::BatchRow& row : rows) token_ids.push_back(*(row.token_id = in.tokens.Next(row.request_id)));
+  if (in.debug_log) e.loads->set_debug_rows(&rows);
   std::vector<float> x(rows.size() * c.hidden), out(rows.size() * c.hidden);
   for (uint32_t layer = 0; layer < c.layers(); ++layer) {
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -259,7 +297,7 @@ Status RunPass(Engine& e, Inputs& in, std::vector<replay::BatchRow> rows, uint64
       e.recorder->BeginPass(pass_id, prefill, rows);
     }
     engine::LayerBatchReport report;
-    COLIBRI_RETURN_IF_ERROR(e.local->moe->Forward(layer, x.data(), rows.size(), out.data(), &report));
+    COLIBRI_RETURN_IF_ERROR(e.local->moe->Forward(layer, x.data(), rows.size(), out.data(), &report, token_ids.data()));
     if (e.recorder && !e.recorder->status().ok()) return e.recorder->status();
     stats->Add(report, prefill);
     stats->digest.Add(out.data(), out.size() * sizeof(float));
@@ -272,7 +310,7 @@ Status RunPass(Engine& e, Inputs& in, std::vector<replay::BatchRow> rows, uint64
 Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
   const engine::ModelConfig& c = e.local->model.config();
   Inputs inputs{TokenStreams(f.seed, f.requests, f.vocab), HiddenStates(f.seed, f.requests, c.layers(), c.hidden, f.correlation),
-                f.record_tokens};
+                f.record_tokens, f.log_level == "debug"};
   uint64_t pass_id = 0;
   Progress progress("run");
   const uint64_t passes = f.requests + f.tokens;
@@ -305,6 +343,8 @@ Json ConfigJson(const RunFlags& f) {
               {"l2_bytes", std::stoull(f.l2_bytes)}, {"policy", f.policy},
               {"l1_policy", f.l1_policy},
               {"prefetch", {{"predictor", f.prefetch.predictor}, {"width", f.prefetch.width}, {"decay", f.prefetch.decay}}},
+              {"pin_from", f.pin.from},     {"pin_bytes", std::stoull(f.pin.bytes)},
+              {"router", RouterConfigJson(f.router)},
               {"queue_depth", f.queue_depth},
               {"staging_slots", f.staging_slots},
               {"threads", f.threads},       {"storage", f.storage},
@@ -332,9 +372,11 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
            {"hit_pct_decode", Pct(s.served_decode, s.lookups_decode)},
            {"hit_pct_cum", Pct(s.served, s.lookups)},
            {"cache", {{"l1", TierJson(e.local->moe->l1_counters())}, {"l2", TierJson(e.local->moe->l2_counters())}}},
+           {"router", RouterJson(e.local->moe->routing(), e.local->moe->router_counters())},
            {"prefetch", PrefetchJson(f.prefetch.predictor, e.local->moe->prefetch_counters(),
                                      e.local->moe->l2_counters().misses)},
            {"read_bytes", s.read_bytes},
+           {"preload_bytes", e.local->moe->preloaded_bytes()},
            {"staged_experts", s.staged},
            {"dropped_assignments", s.dropped},
            {"pool_bytes", e.local->moe->pool_bytes()},
@@ -472,6 +514,11 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
       ->transform(SizeValidator())
       ->capture_default_str();
   AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead"});
+  AddPinFlags(cmd, &f->pin);
+  AddRouterFlags(cmd, &f->router);
+  cmd->add_option("--log-level", f->log_level, "warn, info or debug (debug: one [ROUTER] line per routing decision)")
+      ->check(CLI::IsMember({"warn", "info", "debug"}))
+      ->capture_default_str();
   cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember(engine::CachePolicyNames()))->capture_default_str();
   cmd->add_option("--l1-policy", f->l1_policy, "L1 cache policy")
       ->check(CLI::IsMember(engine::CachePolicyNames()))

@@ -54,6 +54,7 @@
 #include "colibri/engine/expert_layout.h"
 #include "colibri/engine/model.h"
 #include "colibri/engine/observer.h"
+#include "colibri/engine/router_modes.h"
 #include "colibri/engine/slab_pool.h"
 #include "colibri/engine/storage.h"
 #include "colibri/engine/transfer.h"
@@ -103,6 +104,20 @@ struct PrefetchCounters {
   uint64_t predicted = 0, predicted_used = 0, next_lookups = 0;
 };
 
+// Routing of Forward and ExecuteLogits (router_modes.h), one Router per MoE
+// layer. `router.renormalize` is the model's (EngineModel::renormalize). A
+// hash-projection config without a projection gets SeededRouterProjection
+// (dims projection_dims, 4 when 0; seed `seed` + layer index).
+// Expert capacity per layer batch: ceil(capacity_factor x tokens x top_k /
+// experts) when capacity_factor > 0, else EngineModel::expert_capacity; the
+// overflow is dropped or rerouted down the token's ranking.
+struct RoutingOptions {
+  RouterConfig router = {};
+  uint64_t seed = 1;
+  double capacity_factor = 0.0;
+  CapacityOverflow capacity_overflow = CapacityOverflow::kDrop;
+};
+
 struct EngineOptions {
   uint64_t l1_bytes = 0;  // 0 disables L1 (compute straight from L2)
   uint64_t l2_bytes = 0;  // 0 disables L2 (every expert streams from NVMe)
@@ -113,6 +128,10 @@ struct EngineOptions {
   // in the tier's layer batches (a closed-loop replay's batches, in order).
   std::shared_ptr<const NextUseIndex> next_use = nullptr;
   PrefetchConfig prefetch = {};
+  // Policy "pinned" (L2 only): the static hot set (e.g. replay::PinnedHotSet
+  // of a profiling trace); its keys never leave L2. PreloadPinned reads it.
+  std::vector<ExpertKey> pinned = {};
+  RoutingOptions routing = {};
 };
 
 struct EngineBackends {
@@ -154,17 +173,20 @@ class MoeEngine {
                                                    const EngineBackends& backends);
   ~MoeEngine();
 
-  // Routes one layer batch (gate GEMV on the compute backend, softmax top-k,
-  // expert capacity), tells the observer, then executes it. `hidden` and
-  // `out` are tokens x hidden fp32.
+  // Routes one layer batch (the gate GEMV on the compute backend for the
+  // score modes, the layer's Router, expert capacity), tells the observer,
+  // then executes it. `hidden` and `out` are tokens x hidden fp32;
+  // `token_ids` (tokens, or null) feed hash-token routing. Load-aware routing
+  // with a time window reads the event loop's clock.
   Status Forward(uint32_t layer_index, const float* hidden, size_t tokens, float* out,
-                 LayerBatchReport* report = nullptr);
+                 LayerBatchReport* report = nullptr, const uint32_t* token_ids = nullptr);
 
   // Routes one layer batch from given router logits (tokens x experts fp32,
   // e.g. recorded in a trace) exactly as Forward routes the gate's, then
-  // executes it. `hidden` may be null when the compute backend only models time.
+  // executes it. `hidden` may be null when the compute backend only models
+  // time (and the mode does not read it).
   Status ExecuteLogits(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens, float* out,
-                       LayerBatchReport* report = nullptr);
+                       LayerBatchReport* report = nullptr, const uint32_t* token_ids = nullptr);
 
   // Runs one layer batch: `hidden` and `out` are routing.tokens x hidden fp32.
   // `report` (optional) receives the batch's counts and step times; the
@@ -173,6 +195,7 @@ class MoeEngine {
                  LayerBatchReport* report = nullptr);
 
   const EngineModel& model() const { return model_; }
+  const RoutingOptions& routing() const { return options_.routing; }
   // The bytes of one expert of MoE layer `layer_index` (read, copied, counted against the budgets).
   uint64_t ExpertBytes(uint32_t layer_index) const {
     return model_.layer_expert_bytes.empty() ? model_.layout.block_bytes : model_.layer_expert_bytes[layer_index];
@@ -188,6 +211,13 @@ class MoeEngine {
   TierCounters l1_counters() const;
   TierCounters l2_counters() const;
   PrefetchCounters prefetch_counters() const;
+  // The routers' counters summed over layers (load-aware redirects, capacity).
+  RouterCounters router_counters() const;
+  // Reads the pinned hot set into L2 before the first batch (policy
+  // "pinned"; outside any batch: neither lookups nor prefetches). Call once,
+  // before any Execute. Errors: a failed read, as Status.
+  Status PreloadPinned();
+  uint64_t preloaded_bytes() const { return preloaded_bytes_; }
   // Runs the event loop until no prefetch read is in flight (call before
   // reading final timings or counters; the destructor waits for real reads).
   Status FinishPrefetches();
@@ -204,9 +234,11 @@ class MoeEngine {
   struct BatchScratch;  // a layer batch's work lists, kept between batches (moe_engine.cc)
   MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends);
   Status CheckRoutingCompute() const;
+  // The expert capacity of a batch of `tokens` (EngineOptions::capacity_factor).
+  uint32_t CapacityFor(size_t tokens) const;
   // Top-k and capacity over `logits`, the observer's OnRouting, then Run; `start` is when routing began.
-  Status RouteAndRun(uint32_t layer_index, const float* logits, const float* hidden, size_t tokens, float* out,
-                     TimeNs start, LayerBatchReport* report);
+  Status RouteAndRun(uint32_t layer_index, const RouterInput& input, TimeNs start, float* out,
+                     LayerBatchReport* report);
   // Execute without telling the observer.
   Status Run(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
              LayerBatchReport* report);
@@ -239,11 +271,13 @@ class MoeEngine {
   uint32_t prediction_layer_ = 0;
   bool has_prediction_ = false;
   PrefetchCounters prefetch_;                   // issued, waits, failed, accuracy (hits and waste: the L2 cache's)
+  uint64_t preloaded_bytes_ = 0;
   // Scratch reused by every batch (no allocation on the hot path once warm).
   std::unique_ptr<BatchScratch> scratch_;
   std::vector<float> expert_out_;     // [token x top_k + slot] x hidden: each slot's FFN output
   std::vector<float> x_buffer_;       // gathered inputs of one expert
   std::vector<float> y_buffer_;       // its outputs
+  std::vector<std::unique_ptr<Router>> routers_;  // per MoE layer
   std::vector<float> logits_;         // routing scratch: tokens x experts
   std::vector<uint32_t> routed_ids_;  // tokens x top_k
   std::vector<float> routed_weights_;

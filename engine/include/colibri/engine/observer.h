@@ -28,6 +28,7 @@ struct RoutingDecision {
   const float* weights = nullptr;        // tokens x top_k
   const float* logits = nullptr;         // tokens x experts, or null (routing given, not computed)
   const float* hidden = nullptr;         // tokens x hidden_size: the router's input
+  TimeNs routing_ns = 0;                 // the routing step's time (0 when routing was given)
 };
 
 // Wall (or simulated) time spent in each step of one layer batch, in ns. Steps

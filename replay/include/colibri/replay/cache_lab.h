@@ -130,6 +130,13 @@ std::shared_ptr<const engine::NextUseIndex> BuildNextUse(const LabTrace& trace);
 // fits in `pin_bytes`; keys never looked up are not in it.
 std::vector<engine::ExpertKey> PinnedHotSet(const LabTrace& profile, uint64_t pin_bytes);
 
+// Policy "pinned" with its hot set learned from a profiling trace, as every
+// command takes it (--pin-from TRACE --pin-bytes B): the two flags come with
+// the policy (an error names them otherwise), and the profile must have
+// `moe_layers` x `experts`. Empty when the policy is not used.
+Result<std::vector<engine::ExpertKey>> LearnHotSet(bool policy_pinned, const std::string& pin_from, uint64_t pin_bytes,
+                                                   uint32_t moe_layers, uint32_t experts);
+
 struct SweepOptions {
   std::vector<uint64_t> budgets_bytes;
   std::vector<std::string> policies;

@@ -53,6 +53,7 @@ class EngineReplayer {
   TraceRecorder* recorder_;
   bool moves_data_;
   std::vector<float> zeros_;
+  std::vector<uint32_t> token_ids_;  // the batch's recorded token ids (hash-token)
   std::vector<float> out_;
 };
 

@@ -55,6 +55,7 @@ struct ReplayConfig {
   std::string transfer = "sim"; // sim, cpu
   std::string compute = "sim";  // sim, cpu
   RoutingMode routing = RoutingMode::kRecorded;
+  engine::RoutingOptions router;  // kRecompute: the mode, load-aware rebalancing and capacity
   uint64_t l1_bytes = 0;
   uint64_t l2_bytes = 0;
   std::string policy = "lru";
@@ -63,6 +64,9 @@ struct ReplayConfig {
   // model and --compute cpu) or oracle (the trace's next batch; closed loop).
   engine::PrefetchConfig prefetch;
   std::string prefetch_profile;  // coact: train on this trace first
+  // Policy "pinned" (L2): the hot set learned from this profiling trace, pin_bytes of it (LearnHotSet).
+  std::string pin_from;
+  uint64_t pin_bytes = 0;
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;         // CpuCompute threads
@@ -112,6 +116,8 @@ struct ReplayResult {
   uint64_t l1_hits_decode = 0, l2_hits_decode = 0;
   engine::TierCounters l1, l2;
   engine::PrefetchCounters prefetch;
+  engine::RouterCounters router;  // recompute: load-aware redirects and capacity
+  uint64_t preload_bytes = 0;     // policy pinned: the hot set read before the first batch
   uint64_t read_bytes = 0;
   uint64_t reads = 0;
   uint64_t queue_full_events = 0;

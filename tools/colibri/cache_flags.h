@@ -1,6 +1,7 @@
-// The engine prefetch flags shared by `colibri replay` and `colibri run`
-// (--prefetch, --prefetch-width, --prefetch-decay), and the prefetch object
-// of their JSON results (docs/CACHE.md, "Prefetch in the engine").
+// The engine cache flags shared by `colibri replay` and `colibri run`:
+// prefetch (--prefetch, --prefetch-width, --prefetch-decay) and the pinned
+// policy's hot set (--pin-from, --pin-bytes), and the prefetch object of
+// their JSON results (docs/CACHE.md, "Prefetch in the engine").
 #pragma once
 
 #include <string>
@@ -20,6 +21,14 @@ struct PrefetchFlags {
 // Adds the flags to `command`, --prefetch limited to `predictors`.
 void AddPrefetchFlags(CLI::App* command, PrefetchFlags* flags, const std::vector<std::string>& predictors);
 engine::PrefetchConfig ToPrefetchConfig(const PrefetchFlags& flags);
+
+struct PinFlags {
+  std::string from;         // a profiling trace
+  std::string bytes = "0";  // the hot set's size (canonical bytes after SizeValidator)
+};
+
+// Adds --pin-from and --pin-bytes to `command`.
+void AddPinFlags(CLI::App* command, PinFlags* flags);
 
 // {predictor, issued, issued_bytes, hits, wasted_bytes, waits, failed,
 // precision, recall, coverage}: precision = used predictions / predictions,

@@ -1,4 +1,4 @@
-#include "prefetch_flags.h"
+#include "cache_flags.h"
 
 namespace colibri::cli {
 namespace {
@@ -17,6 +17,12 @@ void AddPrefetchFlags(CLI::App* command, PrefetchFlags* flags, const std::vector
       ->capture_default_str();
   command->add_option("--prefetch-decay", flags->decay, "coact: decay of the transition counts, in (0, 1]")
       ->capture_default_str();
+}
+
+void AddPinFlags(CLI::App* command, PinFlags* flags) {
+  command->add_option("--pin-from", flags->from, "Policy pinned: learn the hot set from this profiling trace")
+      ->check(CLI::ExistingFile);
+  command->add_option("--pin-bytes", flags->bytes, "Policy pinned: the hot set's size")->transform(SizeValidator());
 }
 
 engine::PrefetchConfig ToPrefetchConfig(const PrefetchFlags& flags) {
