@@ -376,7 +376,8 @@ class Runner {
   }
 
   // The dense part of the layer (modelled compute), then the MoE layer batch on the engine.
-  Status RunBatch(const LayerBatch& batch, ReplayResult* out) {
+  Status RunBatch(LayerBatch& batch, ReplayResult* out) {
+    if (c_.hook != nullptr) COLIBRI_RETURN_IF_ERROR(c_.hook->BeforeBatch(&batch));
     engine::EventLoop& loop = *rig_->loop;
     const engine::TimeNs start = loop.Now();
     engine::TimeNs dense_ns = 0;
@@ -395,7 +396,7 @@ class Runner {
     const engine::TimeNs end = loop.Now();
     rig_->log.Append(start, end, sim::EventKind::kLayerBatch, batch.layer_index, batch.tokens());
     metrics_.Add(batch, report, start, dense_ns, end, out);
-    return Status::Ok();
+    return c_.hook != nullptr ? c_.hook->AfterBatch(batch, report) : Status::Ok();
   }
 
   // Closed loop: every layer batch in trace order.
@@ -478,6 +479,10 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceRecorder> recorder, RoutingRecorder(c, shape));
   COLIBRI_ASSIGN_OR_RETURN(EngineReplayer replayer,
                            EngineReplayer::Create(rig->engine.get(), shape, c.routing, recorder.get()));
+  if (c.hook != nullptr) {
+    if (recorder != nullptr) return Status::InvalidArgument("a replay hook and routing_out are exclusive");
+    rig->engine->set_observer(c.hook);
+  }
   ReplayResult out;
   out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
   out.modelled_layout = rig->modelled_layout;

@@ -48,4 +48,25 @@ class CliTest : public ::testing::Test {
   traces::testing::TempDir dir_;
 };
 
+// A test suite sharing one scratch directory (dir_, made per suite) that holds
+// a synthesized model (Model()): 3 layers x 8 experts, top-2, H=64 I=32 bf16,
+// seed 5 (12 KiB blocks). A derived SetUpTestSuite that adds files calls this
+// one first.
+class SynthModelTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new traces::testing::TempDir();
+    const Outcome synth = RunColibri("model synth --layers 3 --experts 8 --top-k 2 --hidden 64 --intermediate 32 "
+                                     "--dtype bf16 --seed 5 -o " + Model(), dir_->path());
+    ASSERT_EQ(synth.exit_code, 0) << synth.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static std::string Model() { return dir_->File("model"); }
+
+  static inline traces::testing::TempDir* dir_ = nullptr;
+};
+
 }  // namespace colibri::cli_testing

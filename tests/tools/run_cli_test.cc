@@ -15,24 +15,14 @@ namespace {
 using cli_testing::Outcome;
 using cli_testing::RunColibri;
 
-class RunCliTest : public ::testing::Test {
+// The model: 3 layers x 8 experts, top-2, H=64 I=32 bf16 (12 KiB blocks).
+class RunCliTest : public cli_testing::SynthModelTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new traces::testing::TempDir();
-    // 3 layers x 8 experts, top-2, H=64 I=32 bf16: 12 KiB blocks.
-    const Outcome synth = RunColibri("model synth --layers 3 --experts 8 --top-k 2 --hidden 64 --intermediate 32 "
-                                     "--dtype bf16 --seed 5 -o " + dir_->File("model"), dir_->path());
-    ASSERT_EQ(synth.exit_code, 0) << synth.err;
-  }
-  static void TearDownTestSuite() { delete dir_; }
-
   Outcome Run(const std::string& flags) const {
-    return RunColibri("run --model " + dir_->File("model") + " --requests 3 --prefill 5 --tokens 6 --json " + flags,
+    return RunColibri("run --model " + Model() + " --requests 3 --prefill 5 --tokens 6 --json " + flags,
                       dir_->path());
   }
-  static traces::testing::TempDir* dir_;
 };
-traces::testing::TempDir* RunCliTest::dir_ = nullptr;
 
 TEST_F(RunCliTest, OutputDigestDoesNotDependOnPlacement) {
   const Outcome base = Run("--l2-bytes 1G");

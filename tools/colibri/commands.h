@@ -23,6 +23,8 @@ void AddReplayCommand(CLI::App* app, int* exit_code);           // cmd_replay.cc
 void AddRunsCommands(CLI::App* app, int* exit_code);            // cmd_runs.cc: runs list show export delete rerun
 void AddReportCommands(CLI::App* app, int* exit_code);          // cmd_report.cc: report compare, report gate
 void AddCacheCommands(CLI::App* app, int* exit_code);           // cmd_cache.cc: cache sweep
+void AddReproCommand(CLI::App* app, int* exit_code);            // cmd_repro.cc: repro SPEC [--minimize]
+void AddRouteCommands(CLI::App* app, int* exit_code);           // cmd_route.cc: route stability
 
 // Parses and runs one command line (argv without the program name): what
 // main() does, and what `runs rerun` does with a stored run's argv. Returns the exit code.

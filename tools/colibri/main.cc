@@ -32,6 +32,8 @@ int RunCommandLine(std::vector<std::string> args) {
   AddRunsCommands(&app, &exit_code);
   AddReportCommands(&app, &exit_code);
   AddCacheCommands(&app, &exit_code);
+  AddReproCommand(&app, &exit_code);
+  AddRouteCommands(&app, &exit_code);
 
   CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks, side by side with reference tools");
   bench->require_subcommand(1);

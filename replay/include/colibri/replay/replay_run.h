@@ -47,6 +47,18 @@ using reports::LatencyHistogram;
 
 enum class Pacing { kClosed, kOpen };
 
+// Called around every layer batch of a replay (colibri repro: fault injection
+// and invariant checks). BeforeBatch may change the batch's routing (a
+// recorded-routing replay executes what it leaves); a non-OK status from
+// either ends the replay with that status. As the engine's observer it also
+// sees the decisions a recomputing replay makes (OnRouting). Borrowed; called
+// on the replay's thread.
+class BatchHook : public engine::EngineObserver {
+ public:
+  virtual Status BeforeBatch(LayerBatch* batch) = 0;
+  virtual Status AfterBatch(const LayerBatch& batch, const engine::LayerBatchReport& report) = 0;
+};
+
 struct ReplayConfig {
   std::string trace_path;
   std::string model_dir;        // required by real backends (the bytes to read and compute)
@@ -85,6 +97,7 @@ struct ReplayConfig {
   // beyond it every step keeps its histogram only. Request samples stay raw.
   uint64_t raw_step_samples_cap = 10'000'000;
   std::string routing_out;      // kRecompute: write the routing the engine computed as a trace here
+  BatchHook* hook = nullptr;    // optional, borrowed (not with routing_out)
 };
 
 // Decode passes (forward passes without prefill tokens), summed per pass: for
