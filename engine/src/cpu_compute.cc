@@ -69,12 +69,14 @@ Matrix ExpertMatrix(const ExpertView& expert, uint64_t offset, uint64_t scales_o
   return m;
 }
 
-Status ValidateVectors(const float* x, size_t tokens, const float* out) {
+}  // namespace
+
+Status ValidateComputeVectors(const float* x, size_t tokens, const float* out) {
   if (tokens > 0 && (x == nullptr || out == nullptr)) return Status::InvalidArgument("null input or output vector");
   return Status::Ok();
 }
 
-Status ValidateExpert(const ExpertView& expert) {
+Status ValidateExpertView(const ExpertView& expert) {
   if (expert.layout == nullptr || expert.block == nullptr) {
     return Status::InvalidArgument("expert view without layout or block");
   }
@@ -86,8 +88,6 @@ Status ValidateExpert(const ExpertView& expert) {
   if (DTypeBytes(layout.dtype) == 0) return Status::Unsupported("expert dtype " + std::to_string(int(layout.dtype)));
   return Status::Ok();
 }
-
-}  // namespace
 
 const char* CpuIsaName(CpuIsa isa) {
   switch (isa) {
@@ -177,8 +177,8 @@ size_t CpuCompute::PadActivations(const float* x, size_t tokens, uint32_t cols) 
 }
 
 Status CpuCompute::ExpertFfn(const ExpertView& expert, const float* x, size_t tokens, float* y) {
-  COLIBRI_RETURN_IF_ERROR(ValidateExpert(expert));
-  COLIBRI_RETURN_IF_ERROR(ValidateVectors(x, tokens, y));
+  COLIBRI_RETURN_IF_ERROR(ValidateExpertView(expert));
+  COLIBRI_RETURN_IF_ERROR(ValidateComputeVectors(x, tokens, y));
   if (tokens == 0) return Status::Ok();
   const ExpertLayout& layout = *expert.layout;
   const uint32_t hidden = layout.hidden;
@@ -222,7 +222,7 @@ Status CpuCompute::GateGemv(const float* weight, const float* bias, uint32_t exp
     return Status::InvalidArgument("gate weight is null or empty (" + std::to_string(experts) + " x " +
                                    std::to_string(hidden) + ")");
   }
-  COLIBRI_RETURN_IF_ERROR(ValidateVectors(x, tokens, logits));
+  COLIBRI_RETURN_IF_ERROR(ValidateComputeVectors(x, tokens, logits));
   if (tokens == 0) return Status::Ok();
   const size_t x_stride = PadActivations(x, tokens, hidden);
   const Activations xs{padded_x_.data(), x_stride, tokens};

@@ -744,6 +744,7 @@ Result<std::vector<std::unique_ptr<Router>>> MakeRouters(const EngineModel& mode
   for (uint32_t layer = 0; layer < model.moe_layers; ++layer) {
     RouterConfig config = options.router;
     config.renormalize = model.renormalize;
+    config.table_seed += layer;  // hash-token: one table per layer, as Hash Layers do
     if (config.mode == RouterMode::kHashProjection && config.projection.empty()) {
       if (config.projection_dims == 0) config.projection_dims = 4;
       config.projection = SeededRouterProjection(model.layout.hidden, config.projection_dims, options.seed + layer);

@@ -393,6 +393,10 @@ class Runner {
       return run.WithPrefix(c_.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
                             std::to_string(batch.layer_index));
     }
+    if (c_.routing == RoutingMode::kRecompute) {  // the load and the hook see the routing the engine computed
+      const std::span<const uint32_t> routed = rig_->engine->last_routed_ids();
+      batch.expert_ids.assign(routed.begin(), routed.end());
+    }
     const engine::TimeNs end = loop.Now();
     rig_->log.Append(start, end, sim::EventKind::kLayerBatch, batch.layer_index, batch.tokens());
     metrics_.Add(batch, report, start, dense_ns, end, out);

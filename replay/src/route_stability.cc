@@ -101,7 +101,10 @@ engine::RouterConfig ConfigFor(RouterMode mode, uint32_t layer, const RouteShape
       break;
     case RouterMode::kHashToken:
       c.vocab_size = vocab_size;
-      c.table_seed = sim::DeriveSeed(o.seed, "route.token-table." + std::to_string(layer));
+      // The engine's table for MoE layer `layer` (MoeEngine's MakeRouters seeds
+      // it table_seed + layer): the same as colibri run / replay --router
+      // hash-token --hash-table-seed with this seed.
+      c.table_seed = o.seed + layer;
       break;
   }
   return c;

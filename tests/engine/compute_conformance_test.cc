@@ -3,7 +3,7 @@
 // threads and on its scalar path with three (the oracle is the scalar path on
 // one thread, so each differs from it in path or thread count), on the
 // monotonic clock. Add a factory to kHarnesses to enroll another backend
-// (there is no CudaCompute yet). CpuCompute's own accuracy and paths are
+// (CudaCompute runs the same contract in tests/cuda). CpuCompute's own accuracy and paths are
 // tested in cpu_compute_test.cc.
 #include <gtest/gtest.h>
 

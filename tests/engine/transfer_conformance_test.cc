@@ -1,6 +1,6 @@
 // The TransferBackend contract (transfer_conformance.h) run against the real
 // backends: CpuTransfer on a RealEventLoop (add a factory to kHarnesses to
-// enroll another; there is no CudaTransfer yet), and what only CpuTransfer
+// enroll another; CudaTransfer runs the same contract in tests/cuda), and what only CpuTransfer
 // promises: a copy completes inside Copy(), so completions come in
 // submission order and need no waiting.
 #include <gtest/gtest.h>

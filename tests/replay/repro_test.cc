@@ -22,7 +22,11 @@ class ReproTest : public testing::ReplayTest {
   // A spec file `name` over trace.ctrace (4 requests x 10 passes, 2 layers, top-2) with `fault` and `invariants`.
   std::string WriteSpec(const std::string& name, const std::string& fault, const std::string& invariants,
                         const std::string& expect = "violation") {
-    Write("trace.ctrace", testing::TestTrace{4, 10, 0, 3});
+    testing::TestTrace t;
+    t.requests = 4;
+    t.passes = 10;
+    t.seed = 3;
+    Write("trace.ctrace", t);
     std::ofstream(Path(name)) << R"({"trace": "trace.ctrace", "machine": "a100-pm9a3-gen4", "seed": 2,
       "engine": {"l2_bytes": 2359296}, "fault": )" << fault << R"(, "expect": ")" << expect
                               << R"(", "invariants": )" << invariants << "}";

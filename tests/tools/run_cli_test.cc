@@ -134,6 +134,10 @@ TEST_F(RunCliTest, ReplayRecomputesTheRecordedHashRouting) {
     ASSERT_EQ(recomputed.exit_code, 0) << recomputed.err;
     EXPECT_EQ(recorded.json()["runs"][0]["expert_load"], recomputed.json()["runs"][0]["expert_load"]) << router;
     EXPECT_EQ(recorded.json()["runs"][0]["event_digest"], recomputed.json()["runs"][0]["event_digest"]) << router;
+    // Another W_r or table: the recomputed load (what the engine routed, not the trace) differs.
+    const Outcome other = RunColibri(replay + "--routing recompute --seed 2 --hash-table-seed 2 --router " + router, dir_->path());
+    ASSERT_EQ(other.exit_code, 0) << other.err;
+    EXPECT_NE(other.json()["runs"][0]["expert_load"], recorded.json()["runs"][0]["expert_load"]) << router;
   }
 }
 

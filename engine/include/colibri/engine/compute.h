@@ -1,7 +1,7 @@
 // ComputeBackend: runs expert FFNs and the router's gate GEMV.
 //
 // Implementations: CpuCompute (the reference oracle, engine/src/cpu_compute),
-// later CudaCompute and the modelled SimCompute. Every implementation of one
+// CudaCompute (engine/cuda, when built with CUDA) and the modelled SimCompute. Every implementation of one
 // dtype must give bit-identical outputs for the same inputs whatever the
 // thread count (fixed reduction order, no atomics in sums).
 // Thread-safety: one backend is used by one engine thread at a time; it may
@@ -37,5 +37,12 @@ class ComputeBackend {
   virtual Status GateGemv(const float* weight, const float* bias, uint32_t experts, uint32_t hidden, const float* x,
                           size_t tokens, float* logits) = 0;
 };
+
+// The argument checks every ComputeBackend applies, so all reject the same
+// calls alike: an expert view with a layout and a block, a non-empty shape and
+// a known dtype (InvalidArgument / Unsupported); input and output vectors
+// present whenever tokens > 0 (InvalidArgument).
+Status ValidateExpertView(const ExpertView& expert);
+Status ValidateComputeVectors(const float* x, size_t tokens, const float* out);
 
 }  // namespace colibri::engine

@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -107,7 +108,8 @@ struct PrefetchCounters {
 // Routing of Forward and ExecuteLogits (router_modes.h), one Router per MoE
 // layer. `router.renormalize` is the model's (EngineModel::renormalize). A
 // hash-projection config without a projection gets SeededRouterProjection
-// (dims projection_dims, 4 when 0; seed `seed` + layer index).
+// (dims projection_dims, 4 when 0; seed `seed` + layer index); hash-token's
+// table of layer l is seeded router.table_seed + l.
 // Expert capacity per layer batch: ceil(capacity_factor x tokens x top_k /
 // experts) when capacity_factor > 0, else EngineModel::expert_capacity; the
 // overflow is dropped or rerouted down the token's ranking.
@@ -196,6 +198,9 @@ class MoeEngine {
 
   const EngineModel& model() const { return model_; }
   const RoutingOptions& routing() const { return options_.routing; }
+  // The last Forward / ExecuteLogits decision: tokens x top_k expert ids in
+  // rank order, before capacity (valid until the next call).
+  std::span<const uint32_t> last_routed_ids() const { return routed_ids_; }
   // The bytes of one expert of MoE layer `layer_index` (read, copied, counted against the budgets).
   uint64_t ExpertBytes(uint32_t layer_index) const {
     return model_.layer_expert_bytes.empty() ? model_.layout.block_bytes : model_.layer_expert_bytes[layer_index];

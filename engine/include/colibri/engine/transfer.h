@@ -3,8 +3,8 @@
 // lives in.
 //
 // Implementations: CpuTransfer (no GPU: the "device" pool is host memory and a
-// copy is a memcpy), later CudaTransfer (pinned host memory, cudaMemcpyAsync
-// on copy streams) and the modelled SimTransfer. Contract (tested over every
+// copy is a memcpy), CudaTransfer (engine/cuda, when built with CUDA:
+// cudaMemcpyAsync on copy streams) and the modelled SimTransfer. Contract (tested over every
 // implementation, tests/engine/transfer_conformance.h): every accepted Copy()
 // completes exactly once, returned by Poll() with its tag; Poll appends to
 // its output; completions may come in any order (copy engines run in

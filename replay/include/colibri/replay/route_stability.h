@@ -37,8 +37,9 @@
 // routed scaling factor, zero bias. hash-projection: W_r =
 // engine::SeededRouterProjection(hidden_size, P, seed + l), the engine's W_r
 // for MoE layer l (MoeEngine, colibri run / replay --router hash-projection
-// with the same seed). hash-token:
-// table_seed = DeriveSeed(seed, "route.token-table.<l>"). Load-aware routing
+// with the same seed). hash-token: table_seed = seed + l, the engine's table
+// for MoE layer l (MoeEngine, colibri run / replay --router hash-token
+// --hash-table-seed with the same seed). Load-aware routing
 // (when enabled) uses a token window; the perturbed routers keep their own
 // windows, so a flipped decision can move later ones too.
 //

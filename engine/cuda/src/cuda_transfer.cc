@@ -1,0 +1,359 @@
+// CudaTransfer (colibri/cuda/cuda_transfer.h): copy streams, events, the L1
+// pool's device allocation and pinned host memory, on the CUDA runtime API.
+#include "colibri/cuda/cuda_transfer.h"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "colibri/cuda/device.h"
+
+namespace colibri::cuda {
+namespace {
+
+std::string CudaErrorText(cudaError_t error) {
+  return std::string(cudaGetErrorString(error)) + " (" + cudaGetErrorName(error) + ")";
+}
+
+Status CudaFailure(const std::string& what, cudaError_t error) {
+  cudaGetLastError();  // clear a non-sticky error so later calls start clean
+  return Status::Internal("CUDA " + what + ": " + CudaErrorText(error));
+}
+
+cudaStream_t AsStream(void* stream) { return static_cast<cudaStream_t>(stream); }
+cudaEvent_t AsEvent(void* event) { return static_cast<cudaEvent_t>(event); }
+
+Status UseDevice(int device) {
+  const cudaError_t error = cudaSetDevice(device);
+  return error == cudaSuccess ? Status::Ok() : CudaFailure("cudaSetDevice(" + std::to_string(device) + ")", error);
+}
+
+std::string DescribeDevice(const DeviceInfo& info) {
+  return "CUDA device " + std::to_string(info.ordinal) + " (" + info.name + ", PCI " + info.pci_bus_id + ")";
+}
+
+// Whether [address, address + bytes) lies in [base, base + size); bytes >= 1.
+bool RangeWithin(const std::byte* address, uint64_t bytes, const std::byte* base, uint64_t size) {
+  const auto a = reinterpret_cast<uintptr_t>(address);
+  const auto b = reinterpret_cast<uintptr_t>(base);
+  return a >= b && a - b < size && bytes <= size - (a - b);
+}
+
+bool RangesOverlap(const std::byte* a, uint64_t a_bytes, const std::byte* b, uint64_t b_bytes) {
+  const auto ua = reinterpret_cast<uintptr_t>(a);
+  const auto ub = reinterpret_cast<uintptr_t>(b);
+  return ua < ub + b_bytes && ub < ua + a_bytes;
+}
+
+// NVML indices of the GPUs with MIG mode enabled; empty when there are none
+// or NVML is unavailable. NVML is loaded at run time, as device.cc does.
+std::vector<unsigned> MigEnabledGpus() {
+  using NvmlDevice = struct NvmlDeviceOpaque*;
+  using InitFn = int (*)();
+  using ShutdownFn = int (*)();
+  using CountFn = int (*)(unsigned*);
+  using HandleByIndexFn = int (*)(unsigned, NvmlDevice*);
+  using MigModeFn = int (*)(NvmlDevice, unsigned*, unsigned*);
+  constexpr int kNvmlSuccess = 0;
+  std::vector<unsigned> gpus;
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) return gpus;
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
+  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "nvmlShutdown"));
+  auto count_fn = reinterpret_cast<CountFn>(dlsym(lib, "nvmlDeviceGetCount_v2"));
+  auto by_index = reinterpret_cast<HandleByIndexFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  auto mig_mode = reinterpret_cast<MigModeFn>(dlsym(lib, "nvmlDeviceGetMigMode"));
+  if (init != nullptr && shutdown != nullptr && count_fn != nullptr && by_index != nullptr && mig_mode != nullptr &&
+      init() == kNvmlSuccess) {
+    unsigned count = 0;
+    if (count_fn(&count) != kNvmlSuccess) count = 0;
+    for (unsigned i = 0; i < count; ++i) {
+      NvmlDevice gpu = nullptr;
+      unsigned current = 0;
+      unsigned pending = 0;
+      if (by_index(i, &gpu) == kNvmlSuccess && mig_mode(gpu, &current, &pending) == kNvmlSuccess && current != 0) {
+        gpus.push_back(i);
+      }
+    }
+    shutdown();
+  }
+  dlclose(lib);
+  return gpus;
+}
+
+constexpr const char* kMigHint =
+    "create a GPU and compute instance (nvidia-smi mig) and select it with CUDA_VISIBLE_DEVICES=MIG-<uuid>";
+
+// ProbeCudaDevice, with the likely cause when CUDA sees no device but NVML
+// sees a GPU in MIG mode (no MIG instance visible to this process).
+Result<DeviceInfo> ProbeUsableDevice(int device) {
+  Result<DeviceInfo> info = ProbeCudaDevice(device);
+  if (info.ok() || info.status().code() != StatusCode::kNotFound) return info;
+  const std::vector<unsigned> mig_gpus = MigEnabledGpus();
+  if (mig_gpus.empty()) return info;
+  return Status::Unsupported(info.status().message() + "; GPU " + std::to_string(mig_gpus[0]) +
+                             " (NVML index) has MIG enabled and no MIG instance is visible to this process: " +
+                             kMigHint);
+}
+
+}  // namespace
+
+Status OpenCudaDevice(int device) {
+  COLIBRI_ASSIGN_OR_RETURN(const DeviceInfo info, ProbeUsableDevice(device));
+  int mode = cudaComputeModeDefault;
+  cudaError_t error = cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device);
+  if (error != cudaSuccess) return CudaFailure("cudaDeviceGetAttribute(compute mode)", error);
+  if (mode == cudaComputeModeProhibited) {
+    return Status::Unsupported(DescribeDevice(info) +
+                               " is in compute mode 'prohibited': no process may use it (nvidia-smi -c DEFAULT)");
+  }
+  error = cudaSetDevice(device);
+  if (error == cudaSuccess) error = cudaFree(nullptr);  // creates the primary context
+  if (error == cudaSuccess) return Status::Ok();
+  cudaGetLastError();
+  if (info.mig_enabled.value_or(false)) {
+    return Status::Unsupported(DescribeDevice(info) +
+                               " has MIG enabled but no usable MIG instance is visible to this process (" +
+                               kMigHint + "): " + CudaErrorText(error));
+  }
+  if (error == cudaErrorDevicesUnavailable) {
+    return Status::Unsupported(DescribeDevice(info) +
+                               " is unavailable (exclusive compute mode, in use by another process?): " +
+                               CudaErrorText(error));
+  }
+  return Status::Internal("CUDA cannot open " + DescribeDevice(info) + ": " + CudaErrorText(error));
+}
+
+// ---- PinnedBuffer ----
+
+PinnedBuffer::~PinnedBuffer() { Free(); }
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    Free();
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void PinnedBuffer::Free() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+// ---- CudaTransfer ----
+
+Result<std::unique_ptr<CudaTransfer>> CudaTransfer::Create(int device, const engine::Clock* clock,
+                                                           uint32_t copy_streams) {
+  if (clock == nullptr) return Status::InvalidArgument("cuda transfer: null clock");
+  if (copy_streams < 1 || copy_streams > kMaxCopyStreams) {
+    return Status::InvalidArgument("cuda transfer: copy streams " + std::to_string(copy_streams) + " not in [1, " +
+                                   std::to_string(kMaxCopyStreams) + "]");
+  }
+  COLIBRI_RETURN_IF_ERROR(OpenCudaDevice(device));
+  std::unique_ptr<CudaTransfer> transfer(new CudaTransfer(device, clock));
+  COLIBRI_RETURN_IF_ERROR(transfer->MakeStreams(copy_streams));
+  return transfer;
+}
+
+CudaTransfer::CudaTransfer(int device, const engine::Clock* clock) : device_(device), clock_(clock) {}
+
+Status CudaTransfer::MakeStreams(uint32_t copy_streams) {
+  for (uint32_t i = 0; i < copy_streams; ++i) {
+    cudaStream_t stream = nullptr;
+    const cudaError_t error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (error != cudaSuccess) return CudaFailure("cudaStreamCreateWithFlags", error);
+    streams_.push_back(stream);
+  }
+  return Status::Ok();
+}
+
+CudaTransfer::~CudaTransfer() {
+  cudaSetDevice(device_);
+  for (void* stream : streams_) cudaStreamSynchronize(AsStream(stream));  // the copies in flight
+  for (const Pending& p : pending_) {
+    if (p.event != nullptr) cudaEventDestroy(AsEvent(p.event));
+  }
+  for (void* event : free_events_) cudaEventDestroy(AsEvent(event));
+  for (void* stream : streams_) cudaStreamDestroy(AsStream(stream));
+  for (const PoolMemory& pool : pools_) cudaFree(pool.device);
+  cudaGetLastError();
+}
+
+Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateDevicePool(uint64_t budget_bytes, uint64_t slot_bytes) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::SlabPool> pool,
+                           engine::SlabPool::CreateReserved(budget_bytes, slot_bytes));
+  if (pool->slot_count() == 0) return pool;
+  const uint64_t bytes = pool->total_bytes();
+  COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
+  void* memory = nullptr;
+  const cudaError_t error = cudaMalloc(&memory, bytes);
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    size_t free_bytes = 0;
+    size_t total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    cudaGetLastError();
+    return Status::InvalidArgument("CUDA device " + std::to_string(device_) + " cannot hold an L1 pool of " +
+                                   std::to_string(bytes) + " bytes (" + std::to_string(free_bytes) + " of " +
+                                   std::to_string(total_bytes) + " bytes free): " + CudaErrorText(error));
+  }
+  if (error != cudaSuccess) return CudaFailure("cudaMalloc of a " + std::to_string(bytes) + "-byte L1 pool", error);
+  ForgetOverlappingPools(pool->base(), bytes);
+  pools_.push_back(PoolMemory{pool->base(), bytes, static_cast<std::byte*>(memory)});
+  return pool;
+}
+
+void CudaTransfer::ForgetOverlappingPools(const std::byte* base, uint64_t bytes) {
+  auto stale = [&](const PoolMemory& pool) { return RangesOverlap(pool.slots, pool.bytes, base, bytes); };
+  for (const PoolMemory& pool : pools_) {
+    if (stale(pool)) cudaFree(pool.device);  // waits for the device to be idle first
+  }
+  pools_.erase(std::remove_if(pools_.begin(), pools_.end(), stale), pools_.end());
+  cudaGetLastError();
+}
+
+Result<std::byte*> CudaTransfer::DeviceAddress(const std::byte* address, uint64_t bytes) const {
+  if (address == nullptr || bytes == 0) return Status::InvalidArgument("cuda transfer: null address or 0 bytes");
+  for (auto it = pools_.rbegin(); it != pools_.rend(); ++it) {
+    const auto offset = reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(it->slots);
+    if (RangeWithin(address, bytes, it->slots, it->bytes)) return it->device + offset;
+    if (RangesOverlap(address, bytes, it->slots, it->bytes)) {
+      return Status::InvalidArgument("cuda transfer: " + std::to_string(bytes) + " bytes at offset " +
+                                     std::to_string(offset) + " run past the end of a " + std::to_string(it->bytes) +
+                                     "-byte L1 pool");
+    }
+  }
+  cudaPointerAttributes attributes{};
+  const cudaError_t error = cudaPointerGetAttributes(&attributes, address);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return Status::InvalidArgument("cuda transfer: address is not device memory: " + CudaErrorText(error));
+  }
+  const bool device_memory = attributes.type == cudaMemoryTypeDevice && attributes.device == device_;
+  if (device_memory || attributes.type == cudaMemoryTypeManaged) return const_cast<std::byte*>(address);
+  return Status::InvalidArgument("cuda transfer: address is neither a slot of this transfer's L1 pools nor memory of "
+                                 "CUDA device " +
+                                 std::to_string(device_));
+}
+
+Result<void*> CudaTransfer::AcquireEvent() {
+  if (!free_events_.empty()) {
+    void* event = free_events_.back();
+    free_events_.pop_back();
+    return event;
+  }
+  cudaEvent_t event = nullptr;
+  const cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (error != cudaSuccess) return CudaFailure("cudaEventCreateWithFlags", error);
+  return static_cast<void*>(event);
+}
+
+void CudaTransfer::ReleaseEvent(void* event) { free_events_.push_back(event); }
+
+Status CudaTransfer::Copy(std::byte* device_dst, const std::byte* host_src, uint64_t bytes, uint64_t tag) {
+  if (device_dst == nullptr || host_src == nullptr) return Status::InvalidArgument("cuda transfer: null copy pointer");
+  if (bytes == 0) return Status::InvalidArgument("cuda transfer: copy of 0 bytes");
+  COLIBRI_ASSIGN_OR_RETURN(std::byte* const dst, DeviceAddress(device_dst, bytes));
+  COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
+  COLIBRI_ASSIGN_OR_RETURN(void* const event, AcquireEvent());
+  cudaStream_t stream = AsStream(streams_[next_stream_]);
+  const engine::TimeNs submit_ns = clock_->Now();
+  cudaError_t error = cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream);
+  if (error != cudaSuccess) {
+    ReleaseEvent(event);
+    return CudaFailure("cudaMemcpyAsync of " + std::to_string(bytes) + " bytes", error);
+  }
+  next_stream_ = (next_stream_ + 1) % static_cast<uint32_t>(streams_.size());
+  Pending pending{tag, bytes, submit_ns, event, Status::Ok()};
+  error = cudaEventRecord(AsEvent(event), stream);
+  if (error != cudaSuccess) {
+    // The copy is queued but has no event: wait for it here, so it still completes exactly once.
+    cudaGetLastError();
+    cudaEventDestroy(AsEvent(event));
+    pending.event = nullptr;
+    const cudaError_t sync = cudaStreamSynchronize(stream);
+    if (sync != cudaSuccess) pending.status = CudaFailure("copy (waited for after cudaEventRecord failed)", sync);
+  }
+  pending_.push_back(std::move(pending));
+  ++counters_.copies;
+  counters_.copied_bytes += bytes;
+  return Status::Ok();
+}
+
+size_t CudaTransfer::HandOverCompleted(std::vector<engine::TransferCompletion>* out) {
+  for (Pending& p : pending_) {
+    if (p.event == nullptr) continue;
+    const cudaError_t error = cudaEventQuery(AsEvent(p.event));
+    if (error == cudaErrorNotReady) continue;
+    if (error == cudaSuccess) {
+      ReleaseEvent(p.event);
+    } else {
+      p.status = CudaFailure("copy of " + std::to_string(p.bytes) + " bytes", error);
+      cudaEventDestroy(AsEvent(p.event));
+    }
+    p.event = nullptr;
+  }
+  const engine::TimeNs now = clock_->Now();  // after every query: no copy is handed over before it completed
+  size_t handed_over = 0;
+  for (Pending& p : pending_) {
+    if (p.event != nullptr) continue;
+    out->push_back(engine::TransferCompletion{p.tag, std::move(p.status), p.bytes, p.submit_ns, now});
+    ++handed_over;
+  }
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(), [](const Pending& p) { return p.event == nullptr; }),
+                 pending_.end());
+  return handed_over;
+}
+
+Status CudaTransfer::Poll(bool wait, std::vector<engine::TransferCompletion>* out) {
+  if (out == nullptr) return Status::InvalidArgument("cuda transfer: null poll output");
+  if (pending_.empty()) return Status::Ok();
+  COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
+  if (HandOverCompleted(out) > 0 || !wait) return Status::Ok();
+  // Waiting and nothing done yet: wait for the oldest copy (done entries were all handed over).
+  Pending& oldest = pending_.front();
+  const cudaError_t error = cudaEventSynchronize(AsEvent(oldest.event));
+  if (error != cudaSuccess) {
+    oldest.status = CudaFailure("copy of " + std::to_string(oldest.bytes) + " bytes", error);
+    cudaEventDestroy(AsEvent(oldest.event));
+    oldest.event = nullptr;
+  }
+  HandOverCompleted(out);
+  return Status::Ok();
+}
+
+size_t CudaTransfer::outstanding() const { return pending_.size(); }
+
+Result<PinnedBuffer> CudaTransfer::AllocatePinnedHost(uint64_t bytes) {
+  if (bytes == 0) return Status::InvalidArgument("cuda transfer: pinned host buffer of 0 bytes");
+  COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
+  void* memory = nullptr;
+  const cudaError_t error = cudaHostAlloc(&memory, bytes, cudaHostAllocPortable);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return Status::InvalidArgument("cuda transfer: cannot pin " + std::to_string(bytes) +
+                                   " bytes of host memory: " + CudaErrorText(error));
+  }
+  return PinnedBuffer(static_cast<std::byte*>(memory), bytes);
+}
+
+Status CudaTransfer::ReadBack(const std::byte* device_src, uint64_t bytes, std::byte* host_dst) const {
+  if (host_dst == nullptr) return Status::InvalidArgument("cuda transfer: null read-back destination");
+  COLIBRI_ASSIGN_OR_RETURN(const std::byte* const src, DeviceAddress(device_src, bytes));
+  COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
+  const cudaError_t error = cudaMemcpy(host_dst, src, bytes, cudaMemcpyDeviceToHost);
+  if (error != cudaSuccess) return CudaFailure("cudaMemcpy (read back " + std::to_string(bytes) + " bytes)", error);
+  return Status::Ok();
+}
+
+}  // namespace colibri::cuda
