@@ -230,7 +230,7 @@ void AddStabilityCommand(CLI::App* route, int* exit_code) {
       ->capture_default_str();
   cmd->add_flag("--load-aware", f->load_aware, "Route load-aware (token window), and report the redirected fraction");
   cmd->add_option("--load-window-tokens", f->load_window_tokens, "Load-aware window, in tokens")->capture_default_str();
-  cmd->add_option("--load-threshold", f->load_threshold, "Load-aware: redirect from experts above mean x (1 + this)")
+  cmd->add_option("--rebalance-threshold", f->load_threshold, "Load-aware: redirect from experts above mean x (1 + this)")
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "Seed of W_r, the hash-token tables, the Gaussian noise and the synthetic sets")
       ->capture_default_str();
@@ -239,10 +239,10 @@ void AddStabilityCommand(CLI::App* route, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--vocab", f->vocab, "hash-token vocabulary (default: the trace's largest token id + 1; "
                                        "32000 with --synthetic)");
-  cmd->add_option("--groups", f->groups, "sigmoid-grouped: expert groups (default: 8 when it divides the expert "
+  cmd->add_option("--n-group", f->groups, "sigmoid-grouped: expert groups (default: 8 when it divides the expert "
                                          "count, else 1)");
-  cmd->add_option("--kept-groups", f->kept_groups, "sigmoid-grouped: groups kept (default: min(4, groups))");
-  cmd->add_option("--scaling", f->scaling, "sigmoid-grouped: routed scaling factor")->capture_default_str();
+  cmd->add_option("--topk-group", f->kept_groups, "sigmoid-grouped: groups kept (default: min(4, groups))");
+  cmd->add_option("--routed-scaling-factor", f->scaling, "sigmoid-grouped: routed scaling factor")->capture_default_str();
   cmd->add_option("--experts", f->experts, "Expert counts, comma-separated")
       ->capture_default_str()
       ->needs(synthetic);
