@@ -144,6 +144,11 @@ Result<Model> OpenModel(const std::string& dir, bool verify_checksums) {
   return model;
 }
 
+Result<ModelConfig> ReadModelConfig(const std::string& dir) {
+  COLIBRI_RETURN_IF_ERROR(model_detail::CheckModelDir(dir));
+  return model_detail::LoadConfig(dir);
+}
+
 bool VerifyReport::ok() const {
   for (const ModelCheck& check : checks) {
     if (!check.status.ok()) return false;

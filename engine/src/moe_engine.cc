@@ -928,13 +928,14 @@ Status MoeEngine::RouteAndRun(uint32_t layer_index, const RouterInput& input, Ti
   Router& router = *routers_[layer_index];
   routed_ids_.resize(tokens * k);
   routed_weights_.resize(tokens * k);
-  const std::string where = "routing MoE layer " + std::to_string(layer_index);
-  COLIBRI_RETURN_IF_ERROR(router.Route(input, routed_ids_.data(), routed_weights_.data()).WithPrefix(where));
+  const auto where = [layer_index] { return "routing MoE layer " + std::to_string(layer_index); };  // errors only
+  const Status routed = router.Route(input, routed_ids_.data(), routed_weights_.data());
+  if (!routed.ok()) return routed.WithPrefix(where());
   kept_ids_ = routed_ids_;
   kept_weights_ = routed_weights_;
   Result<CapacityCounts> capacity = router.ApplyCapacity(input, CapacityFor(tokens), options_.routing.capacity_overflow,
                                                          kept_ids_.data(), kept_weights_.data());
-  COLIBRI_RETURN_IF_ERROR(capacity.status().WithPrefix(where));
+  if (!capacity.ok()) return capacity.status().WithPrefix(where());
   const TimeNs routing_ns = backends_.loop->Now() - start;
   if (backends_.observer != nullptr) {
     backends_.observer->OnRouting(RoutingDecision{layer_index, tokens, k, model_.experts, model_.layout.hidden,

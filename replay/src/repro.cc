@@ -355,22 +355,12 @@ void CheckRun(const ReproSpec& spec, const ReplayResult& r, ReproOutcome* outcom
   }
 }
 
-Result<uint64_t> CountRecords(const std::string& path) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader, traces::TraceReader::Open(path));
-  traces::TraceRecord record;
-  uint64_t records = 0;
-  while (true) {
-    COLIBRI_ASSIGN_OR_RETURN(const bool more, reader->Next(&record));
-    if (!more) return records;
-    ++records;
-  }
-}
-
-// What a trace can be sliced by: its requests, MoE layer ids and token positions [0, end).
+// What a trace can be sliced by: its requests, MoE layer ids and token positions [0, end); its records.
 struct SliceSpace {
   std::vector<uint64_t> requests;
   std::vector<uint32_t> layers;
   uint64_t end_position = 0;
+  uint64_t records = 0;
 };
 
 Result<SliceSpace> SliceSpaceOf(const std::string& path) {
@@ -382,6 +372,7 @@ Result<SliceSpace> SliceSpaceOf(const std::string& path) {
   while (true) {
     COLIBRI_ASSIGN_OR_RETURN(const bool more, reader->Next(&record));
     if (!more) break;
+    ++space.records;
     requests.insert(record.request_id);
     layers.insert(record.layer);
     for (uint64_t p : record.positions) space.end_position = std::max(space.end_position, p + 1);
@@ -429,13 +420,18 @@ class Minimizer {
   Minimizer(const ReproSpec& spec, const sim::HardwareCatalog& catalog, std::string scratch, std::string invariant)
       : spec_(spec), catalog_(catalog), scratch_(std::move(scratch)), invariant_(std::move(invariant)) {}
 
-  // Whether the slice still violates the same invariant (leaves the slice at scratch_).
+  // Whether the slice still violates the same invariant (leaves the slice at
+  // scratch_; when it does, its record count and violation are the last_ ones).
   Result<bool> Fails(const traces::SliceSpec& slice) {
     ++replays_;
-    COLIBRI_RETURN_IF_ERROR(traces::SliceTrace(spec_.trace, scratch_, slice, traces::WriterOptions{}).status());
+    COLIBRI_ASSIGN_OR_RETURN(const traces::EditReport sliced,
+                             traces::SliceTrace(spec_.trace, scratch_, slice, traces::WriterOptions{}));
     auto outcome = RunRepro(spec_, catalog_, scratch_);
     if (!outcome.ok()) return false;  // e.g. an empty slice: not a reproduction
-    return outcome.value().violated && outcome.value().invariant == invariant_;
+    if (!outcome.value().violated || outcome.value().invariant != invariant_) return false;
+    last_records_ = sliced.records_out;
+    last_violation_ = outcome.value().violation;
+    return true;
   }
 
   Result<traces::SliceSpec> Minimize(const SliceSpace& space) {
@@ -461,6 +457,8 @@ class Minimizer {
   }
 
   uint64_t replays() const { return replays_; }
+  uint64_t last_records() const { return last_records_; }
+  const std::string& last_violation() const { return last_violation_; }
 
  private:
   // Raises the first position and lowers the end while the slice still fails (binary steps).
@@ -494,6 +492,8 @@ class Minimizer {
   std::string scratch_;
   std::string invariant_;
   uint64_t replays_ = 0;
+  uint64_t last_records_ = 0;
+  std::string last_violation_;
 };
 
 }  // namespace
@@ -592,7 +592,7 @@ Result<MinimizeReport> MinimizeRepro(const ReproSpec& spec, const sim::HardwareC
   COLIBRI_ASSIGN_OR_RETURN(const SliceSpace space, SliceSpaceOf(spec.trace));
   MinimizeReport report;
   report.invariant = full.invariant;
-  COLIBRI_ASSIGN_OR_RETURN(report.records_before, CountRecords(spec.trace));
+  report.records_before = space.records;
   const std::string scratch = output_trace + ".slice.tmp";
   Minimizer minimizer(spec, catalog, scratch, full.invariant);
   Result<traces::SliceSpec> slice = minimizer.Minimize(space);
@@ -605,9 +605,8 @@ Result<MinimizeReport> MinimizeRepro(const ReproSpec& spec, const sim::HardwareC
   std::error_code rename_error;
   fs::rename(scratch, output_trace, rename_error);
   if (rename_error) return Status::IoError(output_trace + ": " + rename_error.message());
-  COLIBRI_ASSIGN_OR_RETURN(report.records_after, CountRecords(output_trace));
-  COLIBRI_ASSIGN_OR_RETURN(const ReproOutcome small, RunRepro(spec, catalog, output_trace));
-  report.violation = small.violation;
+  report.records_after = minimizer.last_records();  // the final slice, which Minimize replayed last
+  report.violation = minimizer.last_violation();
   ReproSpec out = spec;
   out.expect_violation = true;
   const fs::path trace_path(output_trace), spec_path(output_spec);

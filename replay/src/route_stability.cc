@@ -18,16 +18,10 @@ namespace {
 
 using engine::RouterMode;
 
-constexpr double kTwoPi = 6.283185307179586476925286766559;
 constexpr uint32_t kSyntheticTopK = 4;
 constexpr uint32_t kMaxVocab = 1u << 24;
 
-// A standard normal variate by the Box-Muller transform (the cosine branch).
-double StandardNormal(sim::Rng* rng) {
-  const double u1 = 1.0 - rng->NextDouble();  // (0, 1]: the log is finite
-  const double u2 = rng->NextDouble();
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
-}
+using sim::StandardNormal;
 
 // The input a mode routes on.
 enum class Input : uint8_t { kLogits, kHidden, kTokenIds };

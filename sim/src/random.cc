@@ -12,14 +12,13 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 
 uint64_t RotateLeft(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// A standard normal variate by the Box-Muller transform (the cosine branch).
+}  // namespace
+
 double StandardNormal(Rng* rng) {
   const double u1 = 1.0 - rng->NextDouble();  // (0, 1]: the log is finite
   const double u2 = rng->NextDouble();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
 }
-
-}  // namespace
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

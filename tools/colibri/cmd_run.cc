@@ -241,14 +241,13 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   options.engine.staging_slots = f.staging_slots;
   options.engine.prefetch = ToPrefetchConfig(f.prefetch);
   COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &options.engine.routing));
-  if (f.policy == "pinned") {  // the hot set needs the model's shape
-    COLIBRI_ASSIGN_OR_RETURN(const engine::Model model, engine::OpenModel(f.model_dir, false));
-    COLIBRI_ASSIGN_OR_RETURN(options.engine.pinned,
-                             replay::LearnHotSet(true, f.pin.from, std::stoull(f.pin.bytes), model.config().layers(),
-                                                 model.config().experts));
-  } else if (!f.pin.from.empty()) {
-    return Status::InvalidArgument("policy 'pinned' and --pin-from TRACE --pin-bytes B go together");
+  const bool pinned = f.policy == "pinned";
+  engine::ModelConfig shape;  // the hot set is checked against the model's shape
+  if (pinned) {
+    COLIBRI_ASSIGN_OR_RETURN(shape, engine::ReadModelConfig(f.model_dir));
   }
+  COLIBRI_ASSIGN_OR_RETURN(options.engine.pinned, replay::LearnHotSet(pinned, f.pin.from, std::stoull(f.pin.bytes),
+                                                                      shape.layers(), shape.experts));
   auto e = std::make_unique<Engine>();
   COLIBRI_ASSIGN_OR_RETURN(e->local, engine::LocalEngine::Open(options));
   COLIBRI_RETURN_IF_ERROR(e->local->moe->PreloadPinned());

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "expert_kernels.h"
 
@@ -194,6 +195,30 @@ bool Usable(const DeviceMatrix& m) {
          (m.type != WeightType::kInt8 || m.scales != nullptr);
 }
 
+// Calls `launch` with the weight type as a compile-time constant
+// (std::integral_constant), so each kernel is instantiated per type; the
+// launch error, or cudaErrorInvalidValue for an unknown type.
+template <typename Launch>
+cudaError_t LaunchForType(WeightType type, Launch&& launch) {
+  switch (type) {
+    case WeightType::kFp32:
+      launch(std::integral_constant<WeightType, WeightType::kFp32>{});
+      break;
+    case WeightType::kBf16:
+      launch(std::integral_constant<WeightType, WeightType::kBf16>{});
+      break;
+    case WeightType::kFp16:
+      launch(std::integral_constant<WeightType, WeightType::kFp16>{});
+      break;
+    case WeightType::kInt8:
+      launch(std::integral_constant<WeightType, WeightType::kInt8>{});
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t LaunchGateUpSilu(const DeviceMatrix& gate, const DeviceMatrix& up, const float* x, size_t tokens,
@@ -204,23 +229,9 @@ cudaError_t LaunchGateUpSilu(const DeviceMatrix& gate, const DeviceMatrix& up, c
     return cudaErrorInvalidValue;
   }
   const dim3 grid = GridFor(gate.rows, tokens);
-  switch (gate.type) {
-    case WeightType::kFp32:
-      GateUpSiluKernel<WeightType::kFp32><<<grid, kThreads, 0, stream>>>(gate, up, x, tokens, h);
-      break;
-    case WeightType::kBf16:
-      GateUpSiluKernel<WeightType::kBf16><<<grid, kThreads, 0, stream>>>(gate, up, x, tokens, h);
-      break;
-    case WeightType::kFp16:
-      GateUpSiluKernel<WeightType::kFp16><<<grid, kThreads, 0, stream>>>(gate, up, x, tokens, h);
-      break;
-    case WeightType::kInt8:
-      GateUpSiluKernel<WeightType::kInt8><<<grid, kThreads, 0, stream>>>(gate, up, x, tokens, h);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return LaunchForType(gate.type, [&](auto type) {
+    GateUpSiluKernel<decltype(type)::value><<<grid, kThreads, 0, stream>>>(gate, up, x, tokens, h);
+  });
 }
 
 cudaError_t LaunchDotRows(const DeviceMatrix& m, const float* x, size_t tokens, const float* bias, float* out,
@@ -228,23 +239,9 @@ cudaError_t LaunchDotRows(const DeviceMatrix& m, const float* x, size_t tokens, 
   if (tokens == 0) return cudaSuccess;
   if (!Usable(m) || x == nullptr || out == nullptr) return cudaErrorInvalidValue;
   const dim3 grid = GridFor(m.rows, tokens);
-  switch (m.type) {
-    case WeightType::kFp32:
-      DotRowsKernel<WeightType::kFp32><<<grid, kThreads, 0, stream>>>(m, x, tokens, bias, out);
-      break;
-    case WeightType::kBf16:
-      DotRowsKernel<WeightType::kBf16><<<grid, kThreads, 0, stream>>>(m, x, tokens, bias, out);
-      break;
-    case WeightType::kFp16:
-      DotRowsKernel<WeightType::kFp16><<<grid, kThreads, 0, stream>>>(m, x, tokens, bias, out);
-      break;
-    case WeightType::kInt8:
-      DotRowsKernel<WeightType::kInt8><<<grid, kThreads, 0, stream>>>(m, x, tokens, bias, out);
-      break;
-    default:
-      return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return LaunchForType(m.type, [&](auto type) {
+    DotRowsKernel<decltype(type)::value><<<grid, kThreads, 0, stream>>>(m, x, tokens, bias, out);
+  });
 }
 
 }  // namespace colibri::cuda::detail

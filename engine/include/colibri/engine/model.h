@@ -93,6 +93,10 @@ class Model {
 // `verify_checksums`, also hashes both files (reads all of experts.bin).
 Result<Model> OpenModel(const std::string& dir, bool verify_checksums);
 
+// The validated config.json of model directory `dir` alone (its shape),
+// without opening experts.bin or reading gating.bin.
+Result<ModelConfig> ReadModelConfig(const std::string& dir);
+
 // One named check of VerifyModel; `status` says why it failed.
 struct ModelCheck {
   std::string name;  // config, intermediate_alignment, experts_size, gating_size, block_alignment, index,

@@ -28,7 +28,7 @@ namespace colibri::replay {
 struct BatchRow {
   uint64_t request_id = 0;
   uint64_t position = 0;
-  std::optional<uint32_t> token_id;  // recorded when set (set it for every row of a pass or for none)
+  std::optional<uint32_t> token_id = std::nullopt;  // recorded when set (set it for every row of a pass or for none)
 };
 
 struct RecorderOptions {

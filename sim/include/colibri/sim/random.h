@@ -39,6 +39,10 @@ class Rng {
   uint64_t state_[4];
 };
 
+// A standard normal variate by the Box-Muller transform (the cosine branch):
+// two uniforms from `rng` per call.
+double StandardNormal(Rng* rng);
+
 // Draws latencies from a log-normal distribution fitted to (p50, p99):
 // mu = ln p50, sigma = (ln p99 - ln p50) / z(0.99) with z(0.99) =
 // 2.3263478740408408; a normal variate by Box-Muller (two uniforms per
