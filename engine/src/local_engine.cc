@@ -26,8 +26,16 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
   COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify_checksums));
   COLIBRI_ASSIGN_OR_RETURN(e->storage, OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
   if (!e->storage->warning().empty()) e->warning += (e->warning.empty() ? "" : "; ") + e->storage->warning();
-  e->transfer = MakeCpuTransfer(&e->loop);
-  COLIBRI_ASSIGN_OR_RETURN(e->compute, CpuCompute::Create(CpuComputeOptions{o.threads, std::nullopt}));
+  if (o.make_transfer) {
+    COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.make_transfer(&e->loop));
+  } else {
+    e->transfer = MakeCpuTransfer(&e->loop);
+  }
+  if (o.make_compute) {
+    COLIBRI_ASSIGN_OR_RETURN(e->compute, o.make_compute());
+  } else {
+    COLIBRI_ASSIGN_OR_RETURN(e->compute, CpuCompute::Create(CpuComputeOptions{o.threads, std::nullopt}));
+  }
   const EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
   COLIBRI_ASSIGN_OR_RETURN(e->moe, MoeEngine::Create(EngineModelOf(e->model), o.engine, backends));
   const Status registered = e->storage->RegisterBuffers(e->moe->read_buffer_regions());

@@ -86,10 +86,29 @@ Status CheckDataFlow(const EngineBackends& b, const EngineOptions& options) {
                                    "' reads expert data, but storage backend '" + b.storage->caps().name +
                                    "' only models time");
   }
+  const char* compute = b.compute->caps().name;
+  const char* transfer = b.transfer->caps().name;
+  const bool on_device = b.compute->caps().device_memory;
+  if (on_device && !b.transfer->caps().delivers_data) {
+    return Status::InvalidArgument(std::string("compute backend '") + compute +
+                                   "' reads expert blocks in device memory, but transfer backend '" + transfer +
+                                   "' only models time");
+  }
   if (options.l1_bytes > 0 && !b.transfer->caps().delivers_data) {
-    return Status::InvalidArgument(std::string("compute backend '") + b.compute->caps().name +
-                                   "' reads expert data, but transfer backend '" + b.transfer->caps().name +
+    return Status::InvalidArgument(std::string("compute backend '") + compute +
+                                   "' reads expert data, but transfer backend '" + transfer +
                                    "' only models time (or use an L1 budget of 0)");
+  }
+  if (on_device && b.transfer->caps().device_is_host) {
+    return Status::InvalidArgument(std::string("compute backend '") + compute +
+                                   "' reads expert blocks in device memory, but transfer backend '" + transfer +
+                                   "' keeps its pool in host memory (use the device's transfer, e.g. --transfer cuda)");
+  }
+  if (!on_device && options.l1_bytes > 0 && !b.transfer->caps().device_is_host) {
+    return Status::InvalidArgument(std::string("compute backend '") + compute +
+                                   "' reads host memory, but transfer backend '" + transfer +
+                                   "' puts the L1 pool in device memory (use a host transfer, e.g. --transfer cpu, or "
+                                   "an L1 budget of 0)");
   }
   return Status::Ok();
 }
@@ -201,6 +220,7 @@ class MoeEngine::Batch {
     report->read_bytes = read_bytes_;
     report->read_latency_sum_ns = read_latency_sum_ns_;
     report->staged = staged_;
+    report->device_staged = device_staged_;
     report->prefetch_reads = prefetch_reads_;
     report->prefetch_bytes = prefetch_bytes_;
     report->prefetch_waits = static_cast<uint32_t>(prefetch_waits_.size());
@@ -481,16 +501,35 @@ class MoeEngine::Batch {
       return Status::Ok();
     }
     std::byte* device = e_.l1_pool_->SlotData(static_cast<uint32_t>(w.l1_slot));
-    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Copy(device, host, e_.ExpertBytes(layer_), i));
-    copies_.clear();
-    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Poll(true, &copies_));
-    for (const TransferCompletion& c : copies_) {
-      COLIBRI_RETURN_IF_ERROR(c.status);
-      copy_ns_ += c.complete_ns - c.submit_ns;
-    }
+    COLIBRI_RETURN_IF_ERROR(CopyAndWait(device, host, i));
     w.data = device;
     ready_.push_back(i);
     return Status::Ok();
+  }
+
+  // Copies an expert block from host memory to `device` and waits for it.
+  Status CopyAndWait(std::byte* device, const std::byte* host, uint64_t tag) {
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Copy(device, host, e_.ExpertBytes(layer_), tag));
+    while (e_.backends_.transfer->outstanding() > 0) {
+      copies_.clear();
+      COLIBRI_RETURN_IF_ERROR(e_.backends_.transfer->Poll(true, &copies_));
+      for (const TransferCompletion& c : copies_) {
+        COLIBRI_RETURN_IF_ERROR(c.status);
+        copy_ns_ += c.complete_ns - c.submit_ns;
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The block `w` computes from: where it is, or, for a compute backend that
+  // reads device memory and a block in host memory (L2 or a staging slot),
+  // its copy in the device staging slot.
+  Result<const std::byte*> ComputeBlock(const Work& w) {
+    if (!e_.device_staging_pool_ || w.l1_hit || w.l1_slot >= 0) return w.data;
+    std::byte* device = e_.device_staging_pool_->SlotData(0);
+    COLIBRI_RETURN_IF_ERROR(CopyAndWait(device, w.data, static_cast<uint64_t>(&w - works_.data())));
+    ++device_staged_;
+    return static_cast<const std::byte*>(device);
   }
 
   Status ComputeAll() {
@@ -542,7 +581,8 @@ class MoeEngine::Batch {
     const TimeNs start = e_.backends_.loop->Now();
     float* x = e_.moves_data_ ? e_.x_buffer_.data() : nullptr;
     float* y = e_.moves_data_ ? e_.y_buffer_.data() : nullptr;
-    COLIBRI_RETURN_IF_ERROR(e_.backends_.compute->ExpertFfn(ExpertView{&e_.model_.layout, w.data}, x, n, y));
+    COLIBRI_ASSIGN_OR_RETURN(const std::byte* block, ComputeBlock(w));
+    COLIBRI_RETURN_IF_ERROR(e_.backends_.compute->ExpertFfn(ExpertView{&e_.model_.layout, block}, x, n, y));
     compute_ns_ += e_.backends_.loop->Now() - start;
     if (e_.moves_data_) Scatter(w);
     if (w.staging_slot >= 0) {
@@ -609,6 +649,7 @@ class MoeEngine::Batch {
   uint64_t reads_submitted_ = 0;
   uint64_t read_bytes_ = 0;
   uint32_t staged_ = 0;
+  uint32_t device_staged_ = 0;
   uint32_t prefetch_reads_ = 0;
   uint64_t prefetch_bytes_ = 0;
   TimeNs first_read_submit_ = 0;
@@ -816,12 +857,16 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   COLIBRI_RETURN_IF_ERROR(e.l1_pool_ ? Status::Ok() : Status::Internal("no L1 pool"));
   const bool host_data = backends.storage->caps().delivers_data;
   const uint64_t l2_pool_bytes = PoolBytes(options.l2_bytes, block, smallest);
-  auto l2 = host_data ? SlabPool::Create(l2_pool_bytes, block) : SlabPool::CreateReserved(l2_pool_bytes, block);
+  const auto host_pool = [&](uint64_t bytes) {
+    return host_data ? backends.transfer->CreateHostPool(bytes, block) : SlabPool::CreateReserved(bytes, block);
+  };
+  auto l2 = host_pool(l2_pool_bytes);
   if (!l2.ok()) return l2.status().WithPrefix("--l2-bytes");
   e.l2_pool_ = std::move(l2).value();
-  const uint64_t staging_bytes = options.staging_slots * block;
-  COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, host_data ? SlabPool::Create(staging_bytes, block)
-                                                      : SlabPool::CreateReserved(staging_bytes, block));
+  COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, host_pool(options.staging_slots * block));
+  if (e.moves_data_ && backends.compute->caps().device_memory) {
+    COLIBRI_ASSIGN_OR_RETURN(e.device_staging_pool_, backends.transfer->CreateDevicePool(block, block));
+  }
   CachePolicyOptions policy_options;
   policy_options.moe_layers = e.model_.moe_layers;
   policy_options.next_use = options.next_use;
@@ -1003,7 +1048,8 @@ std::vector<MemoryRegion> MoeEngine::read_buffer_regions() const {
 }
 
 uint64_t MoeEngine::pool_bytes() const {
-  return l1_pool_->total_bytes() + l2_pool_->total_bytes() + staging_pool_->total_bytes();
+  return l1_pool_->total_bytes() + l2_pool_->total_bytes() + staging_pool_->total_bytes() +
+         (device_staging_pool_ ? device_staging_pool_->total_bytes() : 0);
 }
 
 }  // namespace colibri::engine

@@ -62,6 +62,18 @@ Result<std::unique_ptr<SlabPool>> SlabPool::CreateReserved(uint64_t budget_bytes
   return std::unique_ptr<SlabPool>(new SlabPool(base, static_cast<uint32_t>(slots), slot_bytes, Backing::kReserved));
 }
 
+Result<std::unique_ptr<SlabPool>> SlabPool::Wrap(std::byte* base, uint64_t budget_bytes, uint64_t slot_bytes,
+                                                 uint64_t alignment_bytes, std::function<void(std::byte*)> release) {
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots, SlotsFor(budget_bytes, slot_bytes, alignment_bytes));
+  if (slots > 0 && base == nullptr) return Status::InvalidArgument("no memory to carve into slots");
+  if (reinterpret_cast<uintptr_t>(base) % alignment_bytes != 0) {
+    return Status::InvalidArgument("pool memory is not aligned to " + std::to_string(alignment_bytes) + " bytes");
+  }
+  std::unique_ptr<SlabPool> pool(new SlabPool(base, static_cast<uint32_t>(slots), slot_bytes, Backing::kWrapped));
+  pool->release_ = std::move(release);
+  return pool;
+}
+
 SlabPool::SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, Backing backing)
     : base_(base), slot_count_(slot_count), slot_bytes_(slot_bytes), backing_(backing) {
   free_.resize(slot_count);
@@ -71,6 +83,9 @@ SlabPool::SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, Ba
 SlabPool::~SlabPool() {
   if (base_ == nullptr) return;
   switch (backing_) {
+    case Backing::kWrapped:
+      if (release_) release_(base_);
+      return;
     case Backing::kReserved:
       ::munmap(base_, total_bytes());
       return;

@@ -9,6 +9,7 @@
 
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/replay/cache_lab.h"
+#include "colibri/replay/hw_backends.h"
 #include "cache_lab_predictor.h"
 #include "colibri/replay/continuous_batching.h"
 #include "colibri/replay/request_store.h"
@@ -55,11 +56,11 @@ Status CheckPacing(const ReplayConfig& c) {
 }
 
 Status CheckConfig(const ReplayConfig& c) {
-  const std::set<std::string> storages{"sim", "uring", "pread"}, transfers{"sim", "cpu"}, computes{"sim", "cpu"};
+  const std::set<std::string> storages{"sim", "uring", "pread"}, backends{"sim", "cpu", "cuda"};
   if (!storages.count(c.storage)) return Status::InvalidArgument("--storage " + c.storage + ": expected sim, uring or pread");
-  if (!transfers.count(c.transfer)) return Status::InvalidArgument("--transfer " + c.transfer + ": expected sim or cpu");
-  if (!computes.count(c.compute)) return Status::InvalidArgument("--compute " + c.compute + ": expected sim or cpu");
-  const bool needs_model = c.storage != "sim" || c.compute == "cpu";
+  if (!backends.count(c.transfer)) return Status::InvalidArgument("--transfer " + c.transfer + ": expected sim, cpu or cuda");
+  if (!backends.count(c.compute)) return Status::InvalidArgument("--compute " + c.compute + ": expected sim, cpu or cuda");
+  const bool needs_model = c.storage != "sim" || c.compute != "sim";
   if (needs_model && c.model_dir.empty()) {
     return Status::InvalidArgument("real backends (--storage " + c.storage + ", --compute " + c.compute +
                                    ") read and compute the experts: pass --model DIR");
@@ -124,7 +125,7 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
     o.queue_depth = c.queue_depth;
     o.seed = c.seed;
     o.event_log = &rig->log;
-    if (c.compute == "cpu") {
+    if (c.compute != "sim") {
       o.data_path = rig->model->experts_path();  // the compute reads real weights
     } else {
       o.file_bytes = m.expert_offsets.back() + m.layout.block_bytes;
@@ -141,12 +142,14 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
   return Status::Ok();
 }
 
+HwBackendOptions HwOptions(const ReplayConfig& c) { return HwBackendOptions{c.threads, c.cuda_device, c.copy_streams}; }
+
 Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
   if (c.transfer == "sim") {
     COLIBRI_ASSIGN_OR_RETURN(rig->transfer,
                              sim::MakeSimTransfer(c.machine.pcie, sim::SimTransferOptions{rig->loop.get(), c.pinned, &rig->log}));
   } else {
-    rig->transfer = engine::MakeCpuTransfer(rig->loop.get());
+    COLIBRI_ASSIGN_OR_RETURN(rig->transfer, MakeHwTransfer(c.transfer, rig->loop.get(), HwOptions(c)));
   }
   if (c.compute == "sim") {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimCompute> compute,
@@ -154,7 +157,7 @@ Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
     rig->sim_compute = compute.get();
     rig->compute = std::move(compute);
   } else {
-    COLIBRI_ASSIGN_OR_RETURN(rig->compute, engine::CpuCompute::Create(engine::CpuComputeOptions{c.threads, std::nullopt}));
+    COLIBRI_ASSIGN_OR_RETURN(rig->compute, MakeHwCompute(c.compute, HwOptions(c)));
   }
   return Status::Ok();
 }

@@ -257,6 +257,37 @@ TEST_F(CudaTransferTest, PinnedHostBuffers) {
   EXPECT_NE(moved.data(), nullptr);
 }
 
+// The host pools (the engine's L2 and staging slots) are pinned, page-aligned
+// memory; copies from them land in device pools, which free their memory
+// themselves, even after the transfer is gone.
+TEST_F(CudaTransferTest, HostPoolsArePinnedAndPoolsOutliveTheTransfer) {
+  constexpr uint32_t kSlots = 3;
+  auto host = transfer_->CreateHostPool(kSlots * kSlotBytes, kSlotBytes);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  ASSERT_EQ(host.value()->slot_count(), kSlots);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(host.value()->base()) % 4096, 0u);
+  cudaPointerAttributes attributes{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attributes, host.value()->SlotData(kSlots - 1)), cudaSuccess);
+  EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+  EXPECT_EQ(transfer_->CreateHostPool(0, kSlotBytes).value()->slot_count(), 0u);
+  EXPECT_EQ(transfer_->CreateHostPool(kSlotBytes / 2, kSlotBytes).status().code(), StatusCode::kInvalidArgument);
+
+  auto device = transfer_->CreateDevicePool(kSlots * kSlotBytes, kSlotBytes);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  const std::vector<std::byte> pattern = Pattern(kSlotBytes, 9);
+  std::memcpy(host.value()->SlotData(1), pattern.data(), kSlotBytes);
+  ASSERT_TRUE(transfer_->Copy(device.value()->SlotData(2), host.value()->SlotData(1), kSlotBytes, 7).ok());
+  EXPECT_EQ(Drain().size(), 1u);
+  std::vector<std::byte> back(kSlotBytes);
+  ASSERT_TRUE(transfer_->ReadBack(device.value()->SlotData(2), kSlotBytes, back.data()).ok());
+  EXPECT_TRUE(back == pattern);
+
+  transfer_.reset();
+  device.value().reset();  // frees its device memory without the transfer
+  host.value().reset();
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 // Completion times lie between the clock at Copy() and at the Poll() that hands the copy over.
 TEST_F(CudaTransferTest, CompletionTimesAreOnTheClock) {
   auto pool = transfer_->CreateDevicePool(4 * kSlotBytes, kSlotBytes);

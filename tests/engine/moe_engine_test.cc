@@ -491,5 +491,141 @@ TEST(MoeEnginePinnedTest, BadHotSetsAreClearErrors) {
             std::string::npos);
 }
 
+// A "device" on the host, for engines whose compute reads device memory: a
+// transfer whose device pools are registered as the device's memory
+// (device_is_host = false) and a compute that refuses any block outside it.
+struct FakeDevice {
+  bool Contains(const std::byte* p, uint64_t bytes) const {
+    for (const auto& [base, size] : ranges) {
+      if (p >= base && p + bytes <= base + size) return true;
+    }
+    return false;
+  }
+  std::vector<std::pair<const std::byte*, uint64_t>> ranges;
+};
+
+class DeviceTransfer final : public TransferBackend {
+ public:
+  DeviceTransfer(const Clock* clock, FakeDevice* device) : inner_(MakeCpuTransfer(clock)), device_(device) {}
+  const TransferCaps& caps() const override { return caps_; }
+  const TransferCounters& counters() const override { return inner_->counters(); }
+  Result<std::unique_ptr<SlabPool>> CreateDevicePool(uint64_t budget_bytes, uint64_t slot_bytes) override {
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<SlabPool> pool, inner_->CreateDevicePool(budget_bytes, slot_bytes));
+    device_->ranges.emplace_back(pool->base(), pool->total_bytes());
+    return pool;
+  }
+  Result<std::unique_ptr<SlabPool>> CreateHostPool(uint64_t budget_bytes, uint64_t slot_bytes) override {
+    ++host_pools;
+    return inner_->CreateHostPool(budget_bytes, slot_bytes);
+  }
+  Status Copy(std::byte* dst, const std::byte* src, uint64_t bytes, uint64_t tag) override {
+    if (!device_->Contains(dst, bytes)) return Status::InvalidArgument("copy into host memory");
+    if (device_->Contains(src, bytes)) return Status::InvalidArgument("copy from device memory");
+    return inner_->Copy(dst, src, bytes, tag);
+  }
+  Status Poll(bool wait, std::vector<TransferCompletion>* out) override { return inner_->Poll(wait, out); }
+  size_t outstanding() const override { return inner_->outstanding(); }
+  int host_pools = 0;
+
+ private:
+  std::unique_ptr<TransferBackend> inner_;
+  FakeDevice* device_;
+  TransferCaps caps_{"fake-device", /*device_is_host=*/false, /*delivers_data=*/true};
+};
+
+class DeviceCompute final : public ComputeBackend {
+ public:
+  explicit DeviceCompute(const FakeDevice* device) : device_(device) {}
+  const ComputeCaps& caps() const override { return caps_; }
+  Status ExpertFfn(const ExpertView& e, const float* x, size_t tokens, float* y) override {
+    if (!device_->Contains(e.block, e.layout->block_bytes)) return Status::InvalidArgument("block in host memory");
+    ++ffns;
+    return naive_.ExpertFfn(e, x, tokens, y);
+  }
+  Status GateGemv(const float*, const float*, uint32_t, uint32_t, const float*, size_t, float*) override {
+    return Status::Unsupported("not used");
+  }
+  uint64_t ffns = 0;
+
+ private:
+  const FakeDevice* device_;
+  NaiveCompute naive_;
+  ComputeCaps caps_{"fake-device", /*device_memory=*/true, /*reads_data=*/true};
+};
+
+struct DeviceRig {
+  DeviceRig(const Fixture& f, const EngineOptions& options, uint64_t seed)
+      : storage(&f.file, &loop, seed), transfer(&loop, &device), compute(&device) {
+    auto e = MoeEngine::Create(f.model, options, EngineBackends{&loop, &storage, &transfer, &compute, nullptr});
+    EXPECT_TRUE(e.ok()) << e.status().message();
+    if (e.ok()) engine = std::move(e).value();
+  }
+  RealEventLoop loop;
+  FakeStorage storage;
+  FakeDevice device;
+  DeviceTransfer transfer;
+  DeviceCompute compute;
+  std::unique_ptr<MoeEngine> engine;
+};
+
+// A compute backend that reads device memory gets every block from device
+// memory (L1, or the device staging slot), and the outputs stay the oracle's.
+TEST(MoeEngineDeviceMemoryTest, EveryBlockComesFromDeviceMemoryAndOutputsStayBitIdentical) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const auto passes = MakePasses(11);
+  for (uint64_t l1 : {uint64_t{0}, block, 4 * block, 24 * block}) {
+    for (uint64_t l2 : {uint64_t{0}, 2 * block, 24 * block}) {
+      SCOPED_TRACE("l1 " + std::to_string(l1 / block) + " l2 " + std::to_string(l2 / block) + " blocks");
+      DeviceRig rig(f, EngineOptions{l1, l2, "lru", "lru", 2}, l1 + l2);
+      ASSERT_NE(rig.engine, nullptr);
+      EXPECT_EQ(rig.transfer.host_pools, 2) << "L2 and the staging slots come from the transfer's host pools";
+      EXPECT_EQ(rig.engine->pool_bytes(), (l1 / block + l2 / block + 2 + 1) * block) << "+ one device staging slot";
+      uint64_t distinct = 0, staged_on_device = 0, l1_hits = 0;
+      for (const Pass& p : passes) {
+        std::vector<float> out;
+        LayerBatchReport r;
+        ASSERT_TRUE(RunPass(*rig.engine, p, &out, &r).ok());
+        const std::vector<float> expected = Reference(f, p);
+        ASSERT_EQ(std::memcmp(out.data(), expected.data(), out.size() * 4), 0);
+        distinct += r.distinct_experts;
+        staged_on_device += r.device_staged;
+        l1_hits += r.l1_hits;
+      }
+      EXPECT_EQ(rig.compute.ffns, distinct);
+      if (l1 == 0) EXPECT_EQ(staged_on_device, distinct) << "without L1 every block is staged on the device";
+      if (l1 == 24 * block) EXPECT_EQ(staged_on_device, 0u) << "L1 admits every block";
+      // Every block reached the device once per use outside L1: as an L1 admission or a staging copy.
+      EXPECT_EQ(rig.transfer.counters().copies, distinct - l1_hits);
+    }
+  }
+}
+
+TEST(MoeEngineDeviceMemoryTest, HostAndDeviceBackendsThatDoNotMatchAreClearErrors) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  RealEventLoop loop;
+  FakeStorage storage(&f.file, &loop, 1);
+  FakeDevice device;
+  DeviceTransfer device_transfer(&loop, &device);
+  DeviceCompute device_compute(&device);
+  NaiveCompute host_compute;
+  const std::unique_ptr<TransferBackend> host_transfer = MakeCpuTransfer(&loop);
+  auto host_on_device = MoeEngine::Create(f.model, EngineOptions{block, block, "lru", "lru", 1},
+                                          EngineBackends{&loop, &storage, &device_transfer, &host_compute, nullptr});
+  ASSERT_FALSE(host_on_device.ok());
+  EXPECT_NE(host_on_device.status().message().find("puts the L1 pool in device memory"), std::string::npos)
+      << host_on_device.status().message();
+  EXPECT_TRUE(MoeEngine::Create(f.model, EngineOptions{0, block, "lru", "lru", 1},
+                                EngineBackends{&loop, &storage, &device_transfer, &host_compute, nullptr})
+                  .ok())
+      << "without L1 the host compute reads L2";
+  auto device_on_host = MoeEngine::Create(f.model, EngineOptions{0, block, "lru", "lru", 1},
+                                          EngineBackends{&loop, &storage, host_transfer.get(), &device_compute, nullptr});
+  ASSERT_FALSE(device_on_host.ok());
+  EXPECT_NE(device_on_host.status().message().find("keeps its pool in host memory"), std::string::npos)
+      << device_on_host.status().message();
+}
+
 }  // namespace
 }  // namespace colibri::engine

@@ -158,5 +158,69 @@ TEST_F(RunCliTest, BadInputIsExitCodeTwoWithAClearMessage) {
   EXPECT_NE(groups.err.find("router"), std::string::npos) << groups.err;
 }
 
+// Without a usable CUDA device (or in a build without CUDA) --compute/--transfer
+// cuda is exit code 2 with the reason and auto picks the CPU; with one, the
+// CUDA backends give the CPU's output digest whatever the placement.
+TEST_F(RunCliTest, CudaBackendsGiveTheCpuDigestOrAClearError) {
+  const Outcome cpu = Run("--l2-bytes 1G --transfer cpu --compute cpu");
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  EXPECT_EQ(cpu.json()["transfer_backend"], "cpu");
+  EXPECT_EQ(cpu.json()["config"]["compute"], "cpu");
+  const Outcome cuda = Run("--l2-bytes 1G --compute cuda");
+  const bool no_device = cuda.err.find("no CUDA device") != std::string::npos ||
+                         cuda.err.find("built without CUDA") != std::string::npos;
+  if (cuda.exit_code != 0 && no_device) {
+    EXPECT_EQ(cuda.exit_code, 2) << cuda.err;
+    const Outcome transfer = Run("--l1-bytes 24K --transfer cuda --compute cpu");
+    EXPECT_EQ(transfer.exit_code, 2);
+    const Outcome automatic = Run("--l2-bytes 1G");
+    ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+    EXPECT_EQ(automatic.json()["transfer_backend"], "cpu");
+    EXPECT_EQ(automatic.json()["config"]["compute"], "cpu") << "auto without a device is the CPU";
+    EXPECT_EQ(automatic.json()["output_digest"], cpu.json()["output_digest"]);
+    return;
+  }
+  ASSERT_EQ(cuda.exit_code, 0) << cuda.err;
+  EXPECT_EQ(cuda.json()["transfer_backend"], "cuda");
+  EXPECT_EQ(cuda.json()["compute_backend"], "cuda");
+  EXPECT_EQ(cuda.json()["output_digest"], cpu.json()["output_digest"]);
+  for (const char* flags : {"--l2-bytes 0 --compute cuda", "--l1-bytes 24K --l2-bytes 96K --compute cuda",
+                            "--l1-bytes 1M --l2-bytes 0 --staging-slots 1 --compute cuda --copy-streams 1"}) {
+    const Outcome other = Run(flags);
+    ASSERT_EQ(other.exit_code, 0) << flags << ": " << other.err;
+    EXPECT_EQ(other.json()["output_digest"], cpu.json()["output_digest"]) << flags;
+  }
+  const Outcome mixed = Run("--l1-bytes 24K --transfer cpu --compute cuda");
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("keeps its pool in host memory"), std::string::npos) << mixed.err;
+}
+
+// Replay on real backends: the recorded trace over the model's weights, on the
+// CPU or (with a device) the CUDA backends: the same cache decisions and load.
+TEST_F(RunCliTest, ReplayRunsOnTheCudaBackendsOrSaysWhyNot) {
+  const std::string trace = dir_->File("real.ctrace");
+  ASSERT_EQ(Run("--record " + trace).exit_code, 0);
+  const std::string replay = "replay " + trace + " --hw h100-p5800x-gen5 --model " + Model() +
+                             " --storage pread --l1-bytes 24K --l2-bytes 96K --no-store --json ";
+  const Outcome cpu = RunColibri(replay + "--transfer cpu --compute cpu", dir_->path());
+  ASSERT_EQ(cpu.exit_code, 0) << cpu.err;
+  const Outcome automatic = RunColibri(replay + "--transfer auto --compute auto", dir_->path());
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  const Outcome cuda = RunColibri(replay + "--transfer cuda --compute cuda", dir_->path());
+  if (cuda.exit_code != 0) {
+    EXPECT_EQ(cuda.exit_code, 2);
+    EXPECT_TRUE(cuda.err.find("no CUDA device") != std::string::npos ||
+                cuda.err.find("built without CUDA") != std::string::npos)
+        << cuda.err;
+    EXPECT_EQ(automatic.json()["runs"][0]["backends"]["compute"], "cpu");
+    return;
+  }
+  const nlohmann::json c = cpu.json()["runs"][0];
+  const nlohmann::json g = cuda.json()["runs"][0];
+  EXPECT_EQ(g["backends"]["compute"], "cuda");
+  EXPECT_EQ(automatic.json()["runs"][0]["backends"]["compute"], "cuda");
+  for (const char* key : {"expert_load", "read_bytes", "steps"}) EXPECT_EQ(g[key], c[key]) << key;
+}
+
 }  // namespace
 }  // namespace colibri::cli

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "latency_json.h"
 #include "cache_flags.h"
+#include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
 
@@ -46,7 +47,8 @@ struct ReplayFlags {
   uint32_t threads = 1;
   uint32_t hidden = 0;
   bool pageable = false;
-  std::string storage = "sim", transfer = "sim", compute = "sim";
+  std::string storage = "sim";
+  HwFlags hw{"sim", "sim"};  // --transfer, --compute (+ "auto", cpu, cuda)
   std::string routing = "recorded";
   uint64_t seed = 1;
   std::string pacing = "closed";
@@ -151,8 +153,10 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.trace_path = f.trace;
   c.model_dir = f.model_dir;
   c.storage = f.storage;
-  c.transfer = f.transfer;
-  c.compute = f.compute;
+  c.transfer = f.hw.transfer;
+  c.compute = f.hw.compute;
+  c.cuda_device = f.hw.cuda_device;
+  c.copy_streams = f.hw.copy_streams;
   COLIBRI_ASSIGN_OR_RETURN(c.routing, replay::ParseRoutingMode(f.routing));
   COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &c.router));
   c.l1_bytes = std::stoull(f.l1_bytes);
@@ -358,8 +362,7 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it");
   cmd->add_flag("--pageable", f->pageable, "Host buffers are pageable, not pinned (modelled PCIe)");
   cmd->add_option("--storage", f->storage, "sim, uring or pread")->check(CLI::IsMember({"sim", "uring", "pread"}))->capture_default_str();
-  cmd->add_option("--transfer", f->transfer, "sim or cpu")->check(CLI::IsMember({"sim", "cpu"}))->capture_default_str();
-  cmd->add_option("--compute", f->compute, "sim or cpu")->check(CLI::IsMember({"sim", "cpu"}))->capture_default_str();
+  AddHwFlags(cmd, &f->hw, {"sim", "auto", "cpu", "cuda"});
   cmd->add_option("--routing", f->routing, "recorded or recompute")
       ->check(CLI::IsMember({"recorded", "recompute"}))
       ->capture_default_str();
@@ -386,6 +389,7 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_flag("--json", f->json, "Print {\"runs\": [...]} as JSON on stdout");
   cmd->callback([f, exit_code, pacing] {
     f->pacing_given = pacing->count() > 0;
+    ResolveHwFlags(&f->hw);
     *exit_code = Emit(Replay(*f), f->json, &PrintHuman);
   });
 }

@@ -23,6 +23,7 @@
 #include "commands.h"
 #include "latency_json.h"
 #include "cache_flags.h"
+#include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
 
@@ -48,6 +49,7 @@ struct RunFlags {
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;
+  HwFlags hw;
   std::string storage = "auto";
   bool direct_io = true;
   double correlation = 0.9;
@@ -153,7 +155,7 @@ struct RunStats {
   std::vector<int64_t> tpot_ns;            // per decode pass (one token of every request)
   reports::HitRateSeries hit_rate;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-  uint64_t read_bytes = 0, dropped = 0, staged = 0, prefill_tokens = 0, decode_tokens = 0;
+  uint64_t read_bytes = 0, dropped = 0, staged = 0, device_staged = 0, prefill_tokens = 0, decode_tokens = 0;
   Fnv1a digest;
 
   void Add(const engine::LayerBatchReport& r, bool prefill) {
@@ -175,6 +177,7 @@ struct RunStats {
     read_bytes += r.read_bytes + r.prefetch_bytes;
     dropped += r.dropped_assignments;
     staged += r.staged;
+    device_staged += r.device_staged;
   }
 
   int64_t ElapsedNs() const {
@@ -234,6 +237,9 @@ Result<std::unique_ptr<Engine>> BuildEngine(const RunFlags& f) {
   options.queue_depth = f.queue_depth;
   options.direct_io = f.direct_io;
   options.threads = f.threads;
+  const replay::HwBackendOptions hw = ToHwBackendOptions(f.hw, f.threads);
+  options.make_transfer = [&f, hw](const engine::Clock* clock) { return replay::MakeHwTransfer(f.hw.transfer, clock, hw); };
+  options.make_compute = [&f, hw] { return replay::MakeHwCompute(f.hw.compute, hw); };
   options.engine.l1_bytes = std::stoull(f.l1_bytes);
   options.engine.l2_bytes = std::stoull(f.l2_bytes);
   options.engine.l1_policy = f.l1_policy;
@@ -352,6 +358,7 @@ Json ConfigJson(const RunFlags& f) {
               {"record_logits", f.record_logits}, {"record_hidden", f.record_hidden},
               {"record_tokens", f.record_tokens}};
   config.update(ToJson(f.record_output));
+  config.update(HwJson(f.hw));
   return config;
 }
 
@@ -360,6 +367,7 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
   for (size_t i = 0; i < s.step_ns.size(); ++i) steps_json[RunStats::kStepNames[i]] = PercentilesJson(s.step_ns[i].Summarize());
   Json out{{"config", ConfigJson(f)},
            {"storage_backend", e.local->storage->caps().name},
+           {"transfer_backend", e.local->transfer->caps().name},
            {"compute_backend", e.local->compute->caps().name},
            {"output_digest", s.digest.Hex()},
            {"wall_s", wall_s},
@@ -377,6 +385,7 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
            {"read_bytes", s.read_bytes},
            {"preload_bytes", e.local->moe->preloaded_bytes()},
            {"staged_experts", s.staged},
+           {"device_staged_experts", s.device_staged},
            {"dropped_assignments", s.dropped},
            {"pool_bytes", e.local->moe->pool_bytes()},
            {"peak_rss_bytes", PeakRssBytes()},
@@ -387,10 +396,10 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
 
 void PrintHuman(const Json& r) {
   std::printf("output digest %s\n", r["output_digest"].get<std::string>().c_str());
-  std::printf("%llu tokens in %.3f s: %.1f tokens/s (%s storage, %s compute)\n",
+  std::printf("%llu tokens in %.3f s: %.1f tokens/s (%s storage, %s transfer, %s compute)\n",
               static_cast<unsigned long long>(r["tokens"].get<uint64_t>()), r["wall_s"].get<double>(),
               r["tokens_per_s"].get<double>(), r["storage_backend"].get<std::string>().c_str(),
-              r["compute_backend"].get<std::string>().c_str());
+              r["transfer_backend"].get<std::string>().c_str(), r["compute_backend"].get<std::string>().c_str());
   std::printf("served without an NVMe read: %.1f%% (decode %.1f%%); L1 %llu/%llu hits, L2 %llu/%llu hits\n",
               r["hit_pct_cum"].get<double>(), r["hit_pct_decode"].get<double>(),
               static_cast<unsigned long long>(r["cache"]["l1"]["hits"].get<uint64_t>()),
@@ -422,7 +431,7 @@ Result<StoredRun> BeginStoredRun(RunFlags* f) {
   info.label = f->model_dir;
   info.config_json = ConfigJson(*f).dump();
   info.hardware_json = "{}";
-  info.backends = "storage=" + f->storage + " compute=cpu";
+  info.backends = "storage=" + f->storage + " transfer=" + f->hw.transfer + " compute=" + f->hw.compute;
   info.seed = f->seed;
   StampRun(RerunArgs({}, {}), &info);
   COLIBRI_ASSIGN_OR_RETURN(s.id, s.store->BeginRun(info));
@@ -527,7 +536,8 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
                   "Transient expert slots for reads no tier admits (L2 = 0, or a batch larger than L2)")
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
-  cmd->add_option("--threads", f->threads, "CPU compute threads")->check(CLI::Range(1u, 256u))->capture_default_str();
+  cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();
+  AddHwFlags(cmd, &f->hw, {"auto", "cpu", "cuda"});
   cmd->add_option("--storage", f->storage, "Storage backend: auto (io_uring, else pread), uring, pread")
       ->check(CLI::IsMember({"auto", "uring", "pread"}))
       ->capture_default_str();
@@ -549,7 +559,10 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   AddStoreFlags(cmd, &f->store);
   cmd->add_flag("--json", f->json, "Print the result as JSON on stdout");
-  cmd->callback([f, exit_code] { *exit_code = Emit(Run(*f), f->json, &PrintHuman); });
+  cmd->callback([f, exit_code] {
+    ResolveHwFlags(&f->hw);
+    *exit_code = Emit(Run(*f), f->json, &PrintHuman);
+  });
 }
 
 }  // namespace colibri::cli

@@ -165,7 +165,8 @@ Result<std::unique_ptr<CudaTransfer>> CudaTransfer::Create(int device, const eng
   return transfer;
 }
 
-CudaTransfer::CudaTransfer(int device, const engine::Clock* clock) : device_(device), clock_(clock) {}
+CudaTransfer::CudaTransfer(int device, const engine::Clock* clock)
+    : device_(device), clock_(clock), pools_(std::make_shared<std::vector<DeviceRange>>()) {}
 
 Status CudaTransfer::MakeStreams(uint32_t copy_streams) {
   for (uint32_t i = 0; i < copy_streams; ++i) {
@@ -185,15 +186,14 @@ CudaTransfer::~CudaTransfer() {
   }
   for (void* event : free_events_) cudaEventDestroy(AsEvent(event));
   for (void* stream : streams_) cudaStreamDestroy(AsStream(stream));
-  for (const PoolMemory& pool : pools_) cudaFree(pool.device);
   cudaGetLastError();
 }
 
 Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateDevicePool(uint64_t budget_bytes, uint64_t slot_bytes) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::SlabPool> pool,
-                           engine::SlabPool::CreateReserved(budget_bytes, slot_bytes));
-  if (pool->slot_count() == 0) return pool;
-  const uint64_t bytes = pool->total_bytes();
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots,
+                           engine::SlabPool::SlotsFor(budget_bytes, slot_bytes, engine::kPoolAlignmentBytes));
+  if (slots == 0) return engine::SlabPool::Wrap(nullptr, 0, slot_bytes, engine::kPoolAlignmentBytes, {});
+  const uint64_t bytes = slots * slot_bytes;
   COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
   void* memory = nullptr;
   const cudaError_t error = cudaMalloc(&memory, bytes);
@@ -208,29 +208,46 @@ Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateDevicePool(uint64_
                                    std::to_string(total_bytes) + " bytes free): " + CudaErrorText(error));
   }
   if (error != cudaSuccess) return CudaFailure("cudaMalloc of a " + std::to_string(bytes) + "-byte L1 pool", error);
-  ForgetOverlappingPools(pool->base(), bytes);
-  pools_.push_back(PoolMemory{pool->base(), bytes, static_cast<std::byte*>(memory)});
+  auto* base = static_cast<std::byte*>(memory);
+  pools_->push_back(DeviceRange{base, bytes});
+  const int device = device_;
+  std::shared_ptr<std::vector<DeviceRange>> pools = pools_;
+  auto release = [device, pools](std::byte* p) {
+    std::erase_if(*pools, [p](const DeviceRange& r) { return r.base == p; });
+    cudaSetDevice(device);
+    cudaFree(p);  // waits for the device to be idle first
+    cudaGetLastError();
+  };
+  auto pool = engine::SlabPool::Wrap(base, bytes, slot_bytes, engine::kPoolAlignmentBytes, release);
+  if (!pool.ok()) release(base);
   return pool;
 }
 
-void CudaTransfer::ForgetOverlappingPools(const std::byte* base, uint64_t bytes) {
-  auto stale = [&](const PoolMemory& pool) { return RangesOverlap(pool.slots, pool.bytes, base, bytes); };
-  for (const PoolMemory& pool : pools_) {
-    if (stale(pool)) cudaFree(pool.device);  // waits for the device to be idle first
-  }
-  pools_.erase(std::remove_if(pools_.begin(), pools_.end(), stale), pools_.end());
-  cudaGetLastError();
+Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateHostPool(uint64_t budget_bytes, uint64_t slot_bytes) {
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots,
+                           engine::SlabPool::SlotsFor(budget_bytes, slot_bytes, engine::kPoolAlignmentBytes));
+  if (slots == 0) return engine::SlabPool::Wrap(nullptr, 0, slot_bytes, engine::kPoolAlignmentBytes, {});
+  // cudaHostAlloc promises no page alignment (O_DIRECT reads need it): over-allocate and align up.
+  const uint64_t bytes = slots * slot_bytes;
+  COLIBRI_ASSIGN_OR_RETURN(PinnedBuffer buffer, AllocatePinnedHost(bytes + engine::kPoolAlignmentBytes));
+  std::byte* const allocation = std::exchange(buffer.data_, nullptr);
+  const auto address = reinterpret_cast<uintptr_t>(allocation);
+  std::byte* const base = allocation + (engine::kPoolAlignmentBytes - address % engine::kPoolAlignmentBytes) %
+                                           engine::kPoolAlignmentBytes;
+  auto release = [allocation](std::byte*) { cudaFreeHost(allocation); };
+  auto pool = engine::SlabPool::Wrap(base, bytes, slot_bytes, engine::kPoolAlignmentBytes, release);
+  if (!pool.ok()) release(base);
+  return pool;
 }
 
 Result<std::byte*> CudaTransfer::DeviceAddress(const std::byte* address, uint64_t bytes) const {
   if (address == nullptr || bytes == 0) return Status::InvalidArgument("cuda transfer: null address or 0 bytes");
-  for (auto it = pools_.rbegin(); it != pools_.rend(); ++it) {
-    const auto offset = reinterpret_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(it->slots);
-    if (RangeWithin(address, bytes, it->slots, it->bytes)) return it->device + offset;
-    if (RangesOverlap(address, bytes, it->slots, it->bytes)) {
+  for (const DeviceRange& pool : *pools_) {
+    if (RangeWithin(address, bytes, pool.base, pool.bytes)) return const_cast<std::byte*>(address);
+    if (RangesOverlap(address, bytes, pool.base, pool.bytes)) {
       return Status::InvalidArgument("cuda transfer: " + std::to_string(bytes) + " bytes at offset " +
-                                     std::to_string(offset) + " run past the end of a " + std::to_string(it->bytes) +
-                                     "-byte L1 pool");
+                                     std::to_string(address - pool.base) + " run past the end of a " +
+                                     std::to_string(pool.bytes) + "-byte L1 pool");
     }
   }
   cudaPointerAttributes attributes{};

@@ -1,13 +1,16 @@
 // LocalEngine: the engine assembled on this machine's real hardware: an
 // opened model, the RealEventLoop, UringStorage (PreadStorage when asked, or
-// when the kernel refuses io_uring), CpuTransfer, CpuCompute and the
-// MoeEngine over them. Used by `colibri run` and the C API.
+// when the kernel refuses io_uring), a transfer and a compute backend
+// (CpuTransfer and CpuCompute unless the options give factories, e.g. the
+// CUDA backends) and the MoeEngine over them. Used by `colibri run` and the
+// C API.
 //
 // Ownership: owns every part; destroy it as a whole. Thread-safety: as
 // MoeEngine (one thread at a time). Errors: opening the model, the storage
 // or the compute backend, and the engine's own validation, as Status.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,8 +26,11 @@ struct LocalEngineOptions {
   std::string storage = "auto";  // auto (io_uring, pread if unavailable), uring, pread
   uint32_t queue_depth = 32;
   bool direct_io = true;
-  uint32_t threads = 1;
+  uint32_t threads = 1;  // CpuCompute's, when make_compute is empty
   EngineOptions engine;
+  // The transfer (on the engine's clock) and compute backends; empty: CpuTransfer, CpuCompute.
+  std::function<Result<std::unique_ptr<TransferBackend>>(const Clock*)> make_transfer;
+  std::function<Result<std::unique_ptr<ComputeBackend>>()> make_compute;
 };
 
 struct LocalEngine {
@@ -34,7 +40,7 @@ struct LocalEngine {
   RealEventLoop loop;
   std::unique_ptr<StorageBackend> storage;
   std::unique_ptr<TransferBackend> transfer;
-  std::unique_ptr<CpuCompute> compute;
+  std::unique_ptr<ComputeBackend> compute;
   std::unique_ptr<MoeEngine> moe;
   std::string warning;  // e.g. io_uring unavailable, O_DIRECT unsupported; empty when none
 };

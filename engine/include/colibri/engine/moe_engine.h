@@ -27,6 +27,16 @@
 // slot is reused. A failed prefetch read drops the entry (a batch waiting on
 // it fails with the read's error). Prefetch needs an L2 tier.
 //
+// Memory: L1 and the device staging slot come from the transfer backend's
+// CreateDevicePool; L2 and the staging slots NVMe reads land in from its
+// CreateHostPool (pinned memory with a GPU transfer). A compute backend that
+// reads data in device memory (ComputeCaps::device_memory, e.g. CudaCompute)
+// gets every block from device memory: L1's, or, for a block L1 does not
+// hold, a copy in one device staging slot made just before its FFN (copies
+// and FFNs of such blocks alternate; the copy counts as host_to_device).
+// Modelled compute (reads_data = false) computes from where the block is, L2
+// included, and is charged no copy for it.
+//
 // With modelled backends that keep time without moving bytes (storage or
 // transfer caps delivers_data = false, compute caps reads_data = false) the
 // pools only reserve address space, and expert inputs are neither gathered nor
@@ -226,7 +236,7 @@ class MoeEngine {
   // Runs the event loop until no prefetch read is in flight (call before
   // reading final timings or counters; the destructor waits for real reads).
   Status FinishPrefetches();
-  // Bytes of every pool the engine allocated (L1 + L2 + staging): its memory footprint for weights.
+  // Bytes of every pool the engine allocated (L1 + L2 + staging, host and device): its memory footprint for weights.
   uint64_t pool_bytes() const;
   // The memory NVMe reads land in (the L2 pool and the staging slots), split
   // at slot boundaries into regions of at most 1 GiB (io_uring's limit per
@@ -262,6 +272,7 @@ class MoeEngine {
   std::unique_ptr<SlabPool> l1_pool_;
   std::unique_ptr<SlabPool> l2_pool_;
   std::unique_ptr<SlabPool> staging_pool_;
+  std::unique_ptr<SlabPool> device_staging_pool_;  // one slot; only for a compute backend that reads device memory
   std::unique_ptr<ExpertCache> l1_cache_;  // null when L1 is disabled
   std::unique_ptr<ExpertCache> l2_cache_;  // null when L2 is disabled
   std::vector<int64_t> l1_slot_of_;        // [layer x experts + expert] -> slot, -1 when not resident

@@ -52,6 +52,7 @@ struct LayerBatchReport {
   uint32_t l2_hits = 0;           // L1 misses served from L2
   uint32_t nvme_reads = 0;        // misses of both tiers
   uint32_t staged = 0;            // experts streamed through a staging slot (a tier could not admit them)
+  uint32_t device_staged = 0;     // experts copied to the device staging slot (device compute, not in L1)
   uint64_t read_bytes = 0;
   TimeNs read_latency_sum_ns = 0;  // sum over the batch's reads of submit -> complete (queueing included)
   uint32_t dropped_assignments = 0;  // (token, slot) pairs dropped by expert capacity

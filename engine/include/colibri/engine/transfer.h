@@ -52,6 +52,12 @@ class TransferBackend {
   // The L1 pool: `budget_bytes` of device memory carved into `slot_bytes` slots
   // (0 = no L1 tier). Called once at start-up.
   virtual Result<std::unique_ptr<SlabPool>> CreateDevicePool(uint64_t budget_bytes, uint64_t slot_bytes) = 0;
+  // A pool of the host memory copies start from fastest (the engine's L2 and
+  // staging slots, where NVMe reads land): heap memory by default, pinned
+  // memory for a GPU transfer. Page-aligned. Errors as SlabPool::Create's.
+  virtual Result<std::unique_ptr<SlabPool>> CreateHostPool(uint64_t budget_bytes, uint64_t slot_bytes) {
+    return SlabPool::Create(budget_bytes, slot_bytes);
+  }
   // Copies `bytes` from host memory to a device slot.
   virtual Status Copy(std::byte* device_dst, const std::byte* host_src, uint64_t bytes, uint64_t tag) = 0;
   virtual Status Poll(bool wait, std::vector<TransferCompletion>* out) = 0;

@@ -1,7 +1,7 @@
 // RunReplay: one trace replayed through the engine core on one machine --
 // modelled (SimStorage, SimTransfer, SimCompute on a SimEventLoop) or partly
-// real (io_uring / pread reads of a model's experts.bin, memcpy transfers,
-// CpuCompute, on the real clock: emulation).
+// real (io_uring / pread reads of a model's experts.bin, memcpy or CUDA
+// transfers, CpuCompute or CudaCompute, on the real clock: emulation).
 //
 // Pacing: closed loop (default) -- layer batches run in trace order, each as
 // soon as the previous one finished; open loop -- requests arrive at their
@@ -64,8 +64,8 @@ struct ReplayConfig {
   std::string model_dir;        // required by real backends (the bytes to read and compute)
   sim::ResolvedMachine machine;
   std::string storage = "sim";  // sim, uring, pread
-  std::string transfer = "sim"; // sim, cpu
-  std::string compute = "sim";  // sim, cpu
+  std::string transfer = "sim"; // sim, cpu, cuda (hw_backends.h)
+  std::string compute = "sim";  // sim, cpu, cuda
   RoutingMode routing = RoutingMode::kRecorded;
   engine::RoutingOptions router;  // kRecompute: the mode, load-aware rebalancing and capacity
   uint64_t l1_bytes = 0;
@@ -82,6 +82,8 @@ struct ReplayConfig {
   uint32_t queue_depth = 32;
   uint32_t staging_slots = 4;
   uint32_t threads = 1;         // CpuCompute threads
+  int cuda_device = 0;          // --transfer/--compute cuda: the device and the copy streams
+  uint32_t copy_streams = 2;
   uint32_t hidden = 0;          // the model's hidden size when the trace does not record it (sim compute)
   bool pinned = true;           // host memory pinned for host-to-device copies
   uint64_t seed = 1;

@@ -14,20 +14,13 @@
 // returns (slower, and Copy() blocks meanwhile).
 //
 // The L1 pool (CreateDevicePool) is ONE cudaMalloc of the whole budget,
-// carved into slots. SlabPool cannot wrap foreign memory (it has no factory
-// over an existing base pointer), so the returned SlabPool is address space
-// only (SlabPool::CreateReserved: PROT_NONE host address space, no memory,
-// as SimTransfer's), used as slot handles: pool slot address + o stands for
-// device address + o. Copy() translates a destination inside one of this
-// transfer's pools to the device address behind it (DeviceAddress does the
-// same for other users, e.g. to hand CudaCompute a device pointer). Touching
-// a slot address on the host faults, as it should for device memory. The
-// device memory of a pool lives until the CudaTransfer is destroyed or until a
-// later pool is given an overlapping address range (proof that the first
-// SlabPool was destroyed and its range unmapped). Once SlabPool can wrap an
-// external base (e.g. SlabPool::Wrap(base, budget, slot, alignment, release)),
-// the pool's slots become the device addresses themselves and the translation
-// becomes the identity.
+// carved into slots (SlabPool::Wrap): slot addresses are device addresses,
+// to be handed to CudaCompute as they are; touching them on the host faults,
+// as it should. The pool frees its device memory when destroyed (it may
+// outlive the transfer). The host pools (CreateHostPool: the engine's L2 and
+// staging slots, where NVMe reads land and copies start) are pinned memory
+// from cudaHostAlloc, page-aligned, so copies from them are asynchronous DMA
+// and O_DIRECT reads can land in them.
 //
 // Errors are Status values, never crashes: kNotFound "no CUDA device: <why>"
 // without a device or driver; kInvalidArgument for bad arguments, a budget
@@ -37,9 +30,9 @@
 // handed over by Poll() with its error status).
 // Thread-safety: not thread-safe; one engine thread copies and polls. Each
 // call makes the transfer's device current on the calling thread.
-// Ownership: owns its streams, events and the device memory of its pools;
+// Ownership: owns its streams and events;
 // borrows the clock, which must outlive it. Destruction waits for the copies
-// in flight.
+// in flight; pools it made free their own memory.
 #pragma once
 
 #include <cstddef>
@@ -109,6 +102,10 @@ class CudaTransfer final : public engine::TransferBackend {
   // or not a multiple of 4096: kInvalidArgument); a budget the device cannot
   // allocate is kInvalidArgument, with the device's free memory in the message.
   Result<std::unique_ptr<engine::SlabPool>> CreateDevicePool(uint64_t budget_bytes, uint64_t slot_bytes) override;
+  // budget / slot_bytes slots of pinned host memory. Errors as SlabPool's,
+  // and kInvalidArgument when the memory cannot be pinned (the size in the
+  // message: a large L2 may exceed what the system lets a process lock).
+  Result<std::unique_ptr<engine::SlabPool>> CreateHostPool(uint64_t budget_bytes, uint64_t slot_bytes) override;
   // Enqueues the copy. `device_dst` is a pool slot address of this transfer
   // (with [dst, dst + bytes) inside that pool) or device memory. Errors
   // (nothing queued): null pointers or 0 bytes, a destination out of bounds
@@ -120,9 +117,10 @@ class CudaTransfer final : public engine::TransferBackend {
   // `bytes` of pinned host memory (for a pinned L2 pool). Errors: 0 bytes
   // (kInvalidArgument); cudaHostAlloc failing (kInvalidArgument, out of memory).
   Result<PinnedBuffer> AllocatePinnedHost(uint64_t bytes);
-  // The device address of [address, address + bytes): translated when it lies
-  // in one of this transfer's pools, `address` itself when it is device
-  // memory of this device (or managed memory). kInvalidArgument otherwise.
+  // Checks that [address, address + bytes) is device memory this transfer
+  // can copy to and returns `address`: inside one of its live L1 pools, or
+  // device memory of its device (or managed memory). kInvalidArgument
+  // otherwise, e.g. a range that runs past the end of a pool.
   Result<std::byte*> DeviceAddress(const std::byte* address, uint64_t bytes) const;
   // Synchronously copies `bytes` at `device_src` (as for DeviceAddress) to
   // host memory, for tests and debugging. Does not wait for copies in flight:
@@ -142,11 +140,10 @@ class CudaTransfer final : public engine::TransferBackend {
     void* event = nullptr;
     Status status;
   };
-  // One pool: its slot address range and the device allocation behind it.
-  struct PoolMemory {
-    const std::byte* slots = nullptr;
+  // A live L1 pool's device memory (removed when the pool is destroyed).
+  struct DeviceRange {
+    const std::byte* base = nullptr;
     uint64_t bytes = 0;
-    std::byte* device = nullptr;
   };
 
   CudaTransfer(int device, const engine::Clock* clock);
@@ -155,8 +152,6 @@ class CudaTransfer final : public engine::TransferBackend {
   void ReleaseEvent(void* event);
   // Moves the completed copies of pending_ to `out`, in submission order.
   size_t HandOverCompleted(std::vector<engine::TransferCompletion>* out);
-  // Frees the device memory of pools whose address range overlaps [base, base + bytes).
-  void ForgetOverlappingPools(const std::byte* base, uint64_t bytes);
 
   int device_;
   const engine::Clock* clock_;
@@ -166,7 +161,7 @@ class CudaTransfer final : public engine::TransferBackend {
   uint32_t next_stream_ = 0;
   std::vector<void*> free_events_;  // cudaEvent_t, reused
   std::vector<Pending> pending_;    // in submission order
-  std::vector<PoolMemory> pools_;
+  std::shared_ptr<std::vector<DeviceRange>> pools_;  // shared with the pools' release functions
 };
 
 }  // namespace colibri::cuda
