@@ -61,7 +61,8 @@ Result<std::unique_ptr<engine::ComputeBackend>> MakeHwCompute(const std::string&
   }
   if (name != "cuda") return UnknownBackend("compute", name);
 #if COLIBRI_HAVE_CUDA
-  auto made = cuda::CudaCompute::Create(options.cuda_device);
+  // The engine's router weights never change while it runs: keep them on the device.
+  auto made = cuda::CudaCompute::Create(options.cuda_device, cuda::CudaComputeOptions{/*keep_gate_weights=*/true});
   if (!made.ok()) return made.status().WithPrefix("--compute cuda");
   return std::unique_ptr<engine::ComputeBackend>(std::move(made).value());
 #else

@@ -301,5 +301,32 @@ TEST_F(CudaComputeTest, GateGemvMatchesCpuCompute) {
   }
 }
 
+// keep_gate_weights: the first call uploads a gate once, later calls reuse it
+// (the device memory held does not grow), and the logits are the same as
+// with an upload per call.
+TEST_F(CudaComputeTest, KeptGateWeightsAreUploadedOnceAndGiveTheSameLogits) {
+  auto made = CudaCompute::Create(0, CudaComputeOptions{/*keep_gate_weights=*/true});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  CudaCompute& keeping = *made.value();
+  constexpr uint32_t kExperts = 128, kHidden = 2048;
+  const std::vector<float> weight = RandomActivations(uint64_t{kExperts} * kHidden, 901);
+  const std::vector<float> bias = RandomActivations(kExperts, 902);
+  EXPECT_EQ(keeping.gate_bytes(), 0u);
+  for (size_t tokens : {size_t{1}, size_t{9}, size_t{64}}) {
+    SCOPED_TRACE("tokens " + std::to_string(tokens));
+    const std::vector<float> x = RandomActivations(tokens * kHidden, 903 + tokens);
+    std::vector<float> per_call(tokens * kExperts), kept(tokens * kExperts);
+    ASSERT_TRUE(compute_->GateGemv(weight.data(), bias.data(), kExperts, kHidden, x.data(), tokens, per_call.data()).ok());
+    ASSERT_TRUE(keeping.GateGemv(weight.data(), bias.data(), kExperts, kHidden, x.data(), tokens, kept.data()).ok());
+    EXPECT_EQ(std::memcmp(per_call.data(), kept.data(), 4 * kept.size()), 0);
+    EXPECT_EQ(keeping.gate_bytes(), (uint64_t{kExperts} * kHidden + kExperts) * 4) << "one upload, reused";
+  }
+  // Another gate (no bias) is kept beside the first.
+  const std::vector<float> x = RandomActivations(kHidden, 990);
+  std::vector<float> logits(kExperts);
+  ASSERT_TRUE(keeping.GateGemv(weight.data(), nullptr, kExperts, kHidden, x.data(), 1, logits.data()).ok());
+  EXPECT_EQ(keeping.gate_bytes(), (2 * uint64_t{kExperts} * kHidden + kExperts) * 4);
+}
+
 }  // namespace
 }  // namespace colibri::cuda

@@ -76,7 +76,7 @@ Result<ForwardRun> Forward(const std::string& dir, bool on_gpu, Budget budget) {
       return std::unique_ptr<engine::TransferBackend>(std::move(transfer));
     };
     o.make_compute = []() -> Result<std::unique_ptr<engine::ComputeBackend>> {
-      COLIBRI_ASSIGN_OR_RETURN(auto compute, CudaCompute::Create(0));
+      COLIBRI_ASSIGN_OR_RETURN(auto compute, CudaCompute::Create(0, CudaComputeOptions{/*keep_gate_weights=*/true}));
       return std::unique_ptr<engine::ComputeBackend>(std::move(compute));
     };
   }
@@ -118,8 +118,12 @@ void ExpectGpuMatchesCpu(const std::string& dir) {
       }
     }
     EXPECT_EQ(differing, 0u) << "elements not bit-identical to the CPU oracle (largest difference " << worst << ")";
-    if (budget.l1_blocks == 0) EXPECT_GT(gpu->device_staged, 0u) << "without L1 blocks go through the staging slot";
-    if (budget.l1_blocks == 64) EXPECT_GT(gpu->l1_hits, 0u);
+    if (budget.l1_blocks == 0) {
+      EXPECT_GT(gpu->device_staged, 0u) << "without L1 blocks go through the staging slot";
+    }
+    if (budget.l1_blocks == 64) {
+      EXPECT_GT(gpu->l1_hits, 0u);
+    }
   }
 }
 

@@ -593,8 +593,12 @@ TEST(MoeEngineDeviceMemoryTest, EveryBlockComesFromDeviceMemoryAndOutputsStayBit
         l1_hits += r.l1_hits;
       }
       EXPECT_EQ(rig.compute.ffns, distinct);
-      if (l1 == 0) EXPECT_EQ(staged_on_device, distinct) << "without L1 every block is staged on the device";
-      if (l1 == 24 * block) EXPECT_EQ(staged_on_device, 0u) << "L1 admits every block";
+      if (l1 == 0) {
+        EXPECT_EQ(staged_on_device, distinct) << "without L1 every block is staged on the device";
+      }
+      if (l1 == 24 * block) {
+        EXPECT_EQ(staged_on_device, 0u) << "L1 admits every block";
+      }
       // Every block reached the device once per use outside L1: as an L1 admission or a staging copy.
       EXPECT_EQ(rig.transfer.counters().copies, distinct - l1_hits);
     }

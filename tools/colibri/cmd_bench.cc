@@ -317,6 +317,7 @@ void AddBenchCommands(CLI::App* bench, int* exit_code) {
   AddBenchTrace(bench, exit_code);
   AddBenchIoCommand(bench, exit_code);
   AddBenchComputeCommand(bench, exit_code);
+  AddBenchPcieCommand(bench, exit_code);
   AddBenchReplayCommand(bench, exit_code);
   AddBenchStoreCommand(bench, exit_code);
 }

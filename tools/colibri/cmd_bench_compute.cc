@@ -4,6 +4,15 @@
 // bandwidth of memory-bound calls, and OpenBLAS sgemm (fp32) for GFLOP/s.
 // Experts are cycled over a working set of distinct blocks larger than 4x the
 // last-level cache, so weights come from DRAM.
+//
+// `--compute cuda`: CudaCompute's ExpertFfn per dtype and batch, the expert
+// blocks in device memory (cycled over more than 4x the GPU's L2), timed as
+// the engine calls it (x copied to the device and y back on every call),
+// against cuBLAS GEMMs of the same shapes on device-resident data, measured in
+// the same run (cuda/bench_reference.h; cuBLAS is loaded at run time, and
+// missing it leaves the ratio null). --profile-out DIR writes the figures as
+// hardware profiles (hw_profile_out.h). Without a usable device: "no CUDA
+// device: ..." and exit 2.
 #include <cblas.h>
 #include <unistd.h>
 
@@ -23,7 +32,13 @@
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/engine/dtype.h"
 #include "colibri/engine/expert_layout.h"
+#include "colibri/replay/hw_backends.h"
 #include "commands.h"
+#include "hw_profile_out.h"
+#if COLIBRI_HAVE_CUDA
+#include "colibri/cuda/bench_reference.h"
+#include "colibri/cuda/cuda_compute.h"
+#endif
 
 namespace colibri::cli {
 namespace {
@@ -45,7 +60,13 @@ struct BenchComputeFlags {
   double seconds = 0.3;              // per repeat
   int repeats = 5;
   bool json = false;
+  std::string compute = "cpu";       // cpu or cuda
+  int cuda_device = 0;               // --compute cuda
+  std::string profile_out;           // --compute cuda: write hardware profiles here
 };
+
+// --batch's default with --compute cuda (--compute cpu keeps the struct's).
+constexpr const char* kCudaDefaultBatches = "1,8,64,256";
 
 // Parsed flags.
 struct BenchPlan {
@@ -424,27 +445,317 @@ void PrintHuman(const Json& r) {
   }
 }
 
+// ---- --compute cuda ----
+
+struct CudaPlan {
+  std::vector<DType> dtypes;
+  std::vector<uint32_t> batches;
+  std::string working_set;  // "auto" or a size
+};
+
+Result<CudaPlan> MakeCudaPlan(const BenchComputeFlags& f) {
+  CudaPlan plan;
+  COLIBRI_ASSIGN_OR_RETURN(std::vector<std::string> names, SplitList(f.dtypes, "--dtype"));
+  for (const std::string& name : names) {
+    COLIBRI_ASSIGN_OR_RETURN(DType dtype, engine::ParseDType(name));
+    plan.dtypes.push_back(dtype);
+  }
+  COLIBRI_ASSIGN_OR_RETURN(plan.batches, ParseCounts(f.batches, "--batch", 65536));
+  if (f.hidden == 0 || f.intermediate == 0) return Status::InvalidArgument("--hidden and --intermediate must be > 0");
+  if (!(f.seconds > 0)) return Status::InvalidArgument("--seconds must be > 0");
+  if (f.working_set != "auto") COLIBRI_RETURN_IF_ERROR(ParseSizeBytes(f.working_set).status());
+  plan.working_set = f.working_set;
+  return plan;
+}
+
+#if COLIBRI_HAVE_CUDA
+
+constexpr double kCudaGoalRatio = 0.8;
+constexpr uint32_t kCudaGoalMinBatch = 64;
+constexpr const char* kCudaGoal =
+    "ours / cuBLAS >= 0.8 at batch >= 64. Our kernels are written to match the CPU oracle bit for bit (fixed "
+    "summation order, fp32 CUDA cores, no tensor cores), so they may fall short; the figures are reported as measured";
+constexpr const char* kCudaTimingOurs =
+    "CudaCompute::ExpertFfn as the engine calls it, host clock per call: x (pageable host memory) copied host to "
+    "device, the gate/up and down kernels, y copied back, stream synchronised; the host<->device copies of x and y "
+    "ARE included";
+constexpr const char* kCudaTimingCublas =
+    "cublasGemmEx gate, up (I x H times H x B) and down (H x I times I x B) in the weight dtype on device-resident "
+    "data, cudaEvent timed over many FFNs; no SiLU, no int8 scales, no copies";
+constexpr uint64_t kDeviceCopyBytes = uint64_t{256} << 20;
+
+// `count` copies of one synthetic expert block (MakeExpertSet's values) in device memory.
+struct DeviceExperts {
+  ExpertLayout layout;
+  uint64_t count = 0;
+  cuda::DeviceBuffer blocks;
+
+  ExpertView View(uint64_t i) const { return ExpertView{&layout, blocks.data() + (i % count) * layout.block_bytes}; }
+};
+
+Result<DeviceExperts> UploadExperts(int device, DType dtype, uint32_t hidden, uint32_t intermediate,
+                                    uint64_t working_set_bytes) {
+  const ExpertSet host = MakeExpertSet(dtype, hidden, intermediate, 0);  // one block
+  DeviceExperts experts;
+  experts.layout = host.layout;
+  experts.count = working_set_bytes / host.layout.block_bytes + 1;
+  COLIBRI_ASSIGN_OR_RETURN(experts.blocks, cuda::DeviceBuffer::Allocate(device, experts.count * host.layout.block_bytes));
+  for (uint64_t i = 0; i < experts.count; ++i) {
+    COLIBRI_RETURN_IF_ERROR(experts.blocks.Upload(i * host.layout.block_bytes, host.blocks.get(), host.layout.block_bytes));
+  }
+  return experts;
+}
+
+Result<Json> MeasureCudaFfn(cuda::CudaCompute* compute, const DeviceExperts& experts, uint32_t batch,
+                            const BenchComputeFlags& f) {
+  Values values;
+  std::vector<float> x(size_t{batch} * f.hidden);
+  for (float& v : x) v = values.Next();
+  std::vector<float> y(x.size());
+  COLIBRI_RETURN_IF_ERROR(compute->ExpertFfn(experts.View(0), x.data(), batch, y.data()));  // warm-up, scratch
+  COLIBRI_ASSIGN_OR_RETURN(Timing t, BestRate(f.seconds, f.repeats, [&](uint64_t i) {
+                             return compute->ExpertFfn(experts.View(i), x.data(), batch, y.data());
+                           }));
+  const double flops = FlopsPerCall(f.hidden, f.intermediate, batch) * t.per_s();
+  const double bytes_per_call = static_cast<double>(experts.layout.payload_bytes) + 8.0 * batch * f.hidden;
+  return Json{{"dtype", engine::DTypeName(experts.layout.dtype)},
+              {"batch", batch},
+              {"experts_cycled", experts.count},
+              {"expert_payload_bytes", experts.layout.payload_bytes},
+              {"calls", t.calls},
+              {"seconds", t.seconds},
+              {"flops_per_s", flops},
+              {"gflops", flops / 1e9},
+              {"bytes_per_s", bytes_per_call * t.per_s()}};
+}
+
+// The cuBLAS figures of one row, or null with a note.
+Result<Json> MeasureCublasFfn(cuda::CublasFfnReference* cublas, DType dtype, uint32_t batch, uint64_t weight_sets,
+                              const BenchComputeFlags& f, std::string* note) {
+  if (!cublas->available()) {
+    *note = cublas->unavailable_reason();
+    return Json(nullptr);
+  }
+  auto timing = cublas->TimeFfn(dtype, f.hidden, f.intermediate, batch, static_cast<uint32_t>(weight_sets), f.seconds,
+                                f.repeats);
+  if (!timing.ok() && timing.status().code() == StatusCode::kUnsupported) {
+    *note = timing.status().message();
+    return Json(nullptr);
+  }
+  if (!timing.ok()) return timing.status();
+  const double flops = FlopsPerCall(f.hidden, f.intermediate, batch) / timing.value().seconds_per_ffn();
+  return Json{{"gemm", cuda::CublasFfnReference::Describe(dtype)},
+              {"ffns", timing.value().ffns},
+              {"seconds", timing.value().seconds},
+              {"flops_per_s", flops},
+              {"gflops", flops / 1e9}};
+}
+
+Result<Json> RunBenchComputeCuda(const BenchComputeFlags& f, const CudaPlan& plan, Progress* progress) {
+  COLIBRI_ASSIGN_OR_RETURN(const cuda::BenchDeviceInfo info, cuda::ProbeBenchDevice(f.cuda_device));
+  uint64_t working_set_bytes = 4 * std::max<uint64_t>(info.l2_cache_bytes, uint64_t{64} << 20);
+  if (plan.working_set != "auto") {
+    COLIBRI_ASSIGN_OR_RETURN(working_set_bytes, ParseSizeBytes(plan.working_set));
+  }
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaCompute> compute, cuda::CudaCompute::Create(f.cuda_device));
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CublasFfnReference> cublas,
+                           cuda::CublasFfnReference::Create(f.cuda_device));
+  const uint64_t steps = plan.dtypes.size() + 1;
+  uint64_t step = 0;
+  progress->Update(step++, steps);
+  COLIBRI_ASSIGN_OR_RETURN(const cuda::DeviceCopyTiming copy,
+                           cuda::MeasureDeviceCopy(f.cuda_device, kDeviceCopyBytes, 20, f.repeats));
+  Json results = Json::array();
+  for (DType dtype : plan.dtypes) {
+    progress->Update(step++, steps);
+    COLIBRI_ASSIGN_OR_RETURN(const DeviceExperts experts,
+                             UploadExperts(f.cuda_device, dtype, f.hidden, f.intermediate, working_set_bytes));
+    for (uint32_t batch : plan.batches) {
+      COLIBRI_ASSIGN_OR_RETURN(Json row, MeasureCudaFfn(compute.get(), experts, batch, f));
+      std::string note;
+      COLIBRI_ASSIGN_OR_RETURN(Json reference, MeasureCublasFfn(cublas.get(), dtype, batch, experts.count, f, &note));
+      row["cublas"] = reference;
+      row["ratio_over_cublas"] = nullptr;
+      row["goal_applies"] = batch >= kCudaGoalMinBatch;
+      row["goal_met"] = nullptr;
+      if (!reference.is_null()) {
+        const double ratio = row["flops_per_s"].get<double>() / reference["flops_per_s"].get<double>();
+        row["ratio_over_cublas"] = ratio;
+        if (batch >= kCudaGoalMinBatch) row["goal_met"] = ratio >= kCudaGoalRatio;
+      } else {
+        row["cublas_note"] = note;
+      }
+      results.push_back(std::move(row));
+    }
+  }
+  Json doc{{"config",
+            {{"compute", "cuda"},
+             {"dtype", f.dtypes},
+             {"hidden", f.hidden},
+             {"intermediate", f.intermediate},
+             {"batch", f.batches},
+             {"working_set", f.working_set},
+             {"seconds", f.seconds},
+             {"repeats", f.repeats},
+             {"cuda_device", f.cuda_device}}},
+           {"device",
+            {{"ordinal", info.device.ordinal},
+             {"name", info.device.name},
+             {"pci_bus_id", info.device.pci_bus_id},
+             {"compute_capability",
+              std::to_string(info.device.compute_major) + "." + std::to_string(info.device.compute_minor)},
+             {"memory_bytes", info.device.total_memory_bytes},
+             {"multiprocessors", info.device.multiprocessors},
+             {"l2_cache_bytes", info.l2_cache_bytes},
+             {"runtime_version", info.runtime_version},
+             {"driver_version", info.driver_version}}},
+           {"working_set_bytes", working_set_bytes},
+           {"timing_includes_host_device_copies", true},
+           {"timing", {{"ours", kCudaTimingOurs}, {"cublas", kCudaTimingCublas}}},
+           {"int8_note",
+            "ours: int8 weights with per-row fp32 scales, fp32 activations and accumulation; cuBLAS: int8 weights and "
+            "int8 activations, int32 accumulation (CUBLAS_COMPUTE_32I): the same shapes and weight bytes"},
+           {"cublas",
+            {{"available", cublas->available()},
+             {"library", cublas->available() ? Json(cublas->library()) : Json(nullptr)},
+             {"version", cublas->version() > 0 ? Json(cublas->version()) : Json(nullptr)},
+             {"note", cublas->available() ? Json(nullptr) : Json(cublas->unavailable_reason())}}},
+           {"device_copy",
+            {{"bytes", copy.bytes},
+             {"copies", copy.copies},
+             {"seconds", copy.seconds},
+             {"bytes_per_s", copy.bytes_per_s()},
+             {"note", "device-to-device cudaMemcpy, bytes read plus bytes written per second"}}},
+           {"goal", kCudaGoal},
+           {"results", results},
+           {"profiles_written", nullptr}};
+  if (!f.profile_out.empty()) {
+    MeasuredCompute m;
+    m.run = ProfileRun{CommandLine(), UtcNow(), info.device.name, info.device.ordinal, info.device.pci_bus_id};
+    m.hidden = f.hidden;
+    m.intermediate = f.intermediate;
+    m.batches = f.batches;
+    for (DType dtype : plan.dtypes) {
+      MeasuredCompute::Peak peak{engine::DTypeName(dtype), 0, 0};
+      for (const Json& row : results) {
+        const auto flops = static_cast<uint64_t>(row["flops_per_s"].get<double>());
+        if (row["dtype"] == peak.dtype && flops > peak.flops_per_s) {
+          peak.flops_per_s = flops;
+          peak.batch = row["batch"].get<uint32_t>();
+        }
+      }
+      m.peaks.push_back(peak);
+    }
+    m.memory_bytes_per_s = static_cast<uint64_t>(copy.bytes_per_s());
+    m.device_copy_bytes = copy.bytes;
+    m.memory_bytes = info.device.total_memory_bytes;
+    COLIBRI_ASSIGN_OR_RETURN(std::vector<std::string> written, WriteComputeProfiles(f.profile_out, m));
+    doc["profiles_written"] = written;
+  }
+  return doc;
+}
+
+#endif  // COLIBRI_HAVE_CUDA
+
+Result<Json> BenchComputeCuda(const BenchComputeFlags& f, Progress* progress) {
+  COLIBRI_ASSIGN_OR_RETURN(const CudaPlan plan, MakeCudaPlan(f));
+  COLIBRI_RETURN_IF_ERROR(replay::CudaUsable(f.cuda_device).WithPrefix("bench compute --compute cuda"));
+#if COLIBRI_HAVE_CUDA
+  return RunBenchComputeCuda(f, plan, progress);
+#else
+  (void)plan;
+  (void)progress;
+  return Status::Internal("bench compute: unreachable without CUDA");
+#endif
+}
+
+void PrintCudaHuman(const Json& r) {
+  const Json& d = r["device"];
+  std::printf("CUDA device %d: %s (PCI %s), L2 %.0f MiB; experts cycled over %.0f MiB of device memory\n",
+              d["ordinal"].get<int>(), d["name"].get<std::string>().c_str(), d["pci_bus_id"].get<std::string>().c_str(),
+              d["l2_cache_bytes"].get<double>() / 1048576.0, r["working_set_bytes"].get<double>() / 1048576.0);
+  std::printf("device memory (device-to-device copy): %.1f GB/s\n", r["device_copy"]["bytes_per_s"].get<double>() / 1e9);
+  std::printf("ours:   %s\ncuBLAS: %s\n", r["timing"]["ours"].get<std::string>().c_str(),
+              r["timing"]["cublas"].get<std::string>().c_str());
+  const Json& cublas = r["cublas"];
+  if (!cublas["available"].get<bool>()) {
+    std::printf("cuBLAS unavailable (%s): no ratio\n", cublas["note"].get<std::string>().c_str());
+  }
+  std::printf("%-5s %6s %12s %12s %11s %5s\n", "dtype", "batch", "ours GFLOP/s", "cuBLAS", "ours/cuBLAS", "goal");
+  for (const Json& row : r["results"]) {
+    char reference[32] = "-";
+    char ratio[32] = "-";
+    if (!row["cublas"].is_null()) std::snprintf(reference, sizeof(reference), "%.1f", row["cublas"]["gflops"].get<double>());
+    if (!row["ratio_over_cublas"].is_null()) {
+      std::snprintf(ratio, sizeof(ratio), "%.3fx", row["ratio_over_cublas"].get<double>());
+    }
+    const char* goal = row["goal_met"].is_null() ? "-" : (row["goal_met"].get<bool>() ? "met" : "NOT");
+    std::printf("%-5s %6u %12.1f %12s %11s %5s\n", row["dtype"].get<std::string>().c_str(), row["batch"].get<uint32_t>(),
+                row["gflops"].get<double>(), reference, ratio, goal);
+    if (row.contains("cublas_note") && cublas["available"].get<bool>()) {
+      std::printf("      cuBLAS: %s\n", row["cublas_note"].get<std::string>().c_str());
+    }
+  }
+  std::printf("goal: %s\n", r["goal"].get<std::string>().c_str());
+  if (r["profiles_written"].is_array()) {
+    for (const Json& path : r["profiles_written"]) std::printf("profile: %s\n", path.get<std::string>().c_str());
+  }
+}
+
 }  // namespace
 
 void AddBenchComputeCommand(CLI::App* bench, int* exit_code) {
   auto flags = std::make_shared<BenchComputeFlags>();
-  CLI::App* cmd = bench->add_subcommand("compute", "CPU expert FFN bandwidth and GFLOP/s vs STREAM copy and OpenBLAS");
+  CLI::App* cmd = bench->add_subcommand(
+      "compute", "Expert FFN throughput: CPU vs STREAM copy and OpenBLAS, or (--compute cuda) GPU vs cuBLAS");
   cmd->add_option("--dtype", flags->dtypes, "Weight dtypes (comma list of fp32, bf16, fp16, int8)")
       ->capture_default_str();
   cmd->add_option("--hidden", flags->hidden, "Hidden size H")->capture_default_str();
   cmd->add_option("--intermediate", flags->intermediate, "Expert intermediate size I")->capture_default_str();
-  cmd->add_option("--batch", flags->batches, "Tokens per expert call (comma list)")->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "CpuCompute / OpenBLAS threads (comma list)")->capture_default_str();
-  cmd->add_option("--isa", flags->isa, "CPU path: auto, scalar, avx2, avx512")->capture_default_str();
+  CLI::Option* batch = cmd->add_option("--batch", flags->batches,
+                                       std::string("Tokens per expert call (comma list; --compute cuda: default ") +
+                                           kCudaDefaultBatches + ")")
+                           ->capture_default_str();
+  CLI::Option* threads =
+      cmd->add_option("--threads", flags->threads, "CpuCompute / OpenBLAS threads (comma list)")->capture_default_str();
+  CLI::Option* isa = cmd->add_option("--isa", flags->isa, "CPU path: auto, scalar, avx2, avx512")->capture_default_str();
   cmd->add_option("--working-set", flags->working_set,
-                  "Bytes of distinct expert blocks cycled (and of the STREAM arrays); auto = 4 x last-level cache")
+                  "Bytes of distinct expert blocks cycled (and of the STREAM arrays); auto = 4 x last-level cache "
+                  "(--compute cuda: 4 x the GPU's L2, at least 256 MiB)")
       ->capture_default_str();
   cmd->add_option("--seconds", flags->seconds, "Seconds per repeat of each measurement")->capture_default_str();
   cmd->add_option("--repeats", flags->repeats, "Repeats per measurement (best is reported)")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
+  cmd->add_option("--compute", flags->compute,
+                  "cpu: CpuCompute vs OpenBLAS; cuda: CudaCompute vs cuBLAS on CUDA device --cuda-device")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  CLI::Option* device =
+      cmd->add_option("--cuda-device", flags->cuda_device, "CUDA device ordinal (--compute cuda)")
+          ->check(CLI::Range(0, 1023))
+          ->capture_default_str();
+  CLI::Option* profile_out = cmd->add_option(
+      "--profile-out", flags->profile_out,
+      "--compute cuda: write the figures as hardware profiles into this directory (compute and machine files)");
   cmd->add_flag("--json", flags->json, "Print the result as JSON on stdout");
-  cmd->callback([flags, exit_code] {
+  cmd->callback([flags, exit_code, batch, threads, isa, device, profile_out] {
+    if (flags->compute == "cuda") {
+      if (threads->count() > 0 || isa->count() > 0) {
+        *exit_code = Fail(Status::InvalidArgument("--threads and --isa apply to --compute cpu only"));
+        return;
+      }
+      if (batch->count() == 0) flags->batches = kCudaDefaultBatches;
+      Progress progress("bench compute");
+      auto result = BenchComputeCuda(*flags, &progress);
+      progress.Done();
+      *exit_code = Emit(result, flags->json, &PrintCudaHuman);
+      return;
+    }
+    if (device->count() > 0 || profile_out->count() > 0) {
+      *exit_code = Fail(Status::InvalidArgument("--cuda-device and --profile-out apply to --compute cuda only"));
+      return;
+    }
     Progress progress("bench compute");
     auto result = BenchCompute(*flags, &progress);
     progress.Done();

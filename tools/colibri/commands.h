@@ -16,6 +16,7 @@ void AddModelCommands(CLI::App* model, int* exit_code);  // cmd_model.cc: synth 
 void AddRunCommand(CLI::App* app, int* exit_code);               // cmd_run.cc
 void AddBenchComputeCommand(CLI::App* bench, int* exit_code);   // cmd_bench_compute.cc
 void AddBenchIoCommand(CLI::App* bench, int* exit_code);        // cmd_bench_io.cc
+void AddBenchPcieCommand(CLI::App* bench, int* exit_code);      // cmd_bench_pcie.cc
 void AddBenchReplayCommand(CLI::App* bench, int* exit_code);    // cmd_bench_replay.cc
 void AddBenchStoreCommand(CLI::App* bench, int* exit_code);     // cmd_bench_store.cc
 void AddHwCommand(CLI::App* app, int* exit_code);               // cmd_hw.cc: hw list, hw show

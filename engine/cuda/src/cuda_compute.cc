@@ -11,10 +11,15 @@
 
 #include "colibri/cuda/cuda_transfer.h"
 #include "colibri/engine/dtype.h"
+#include "cuda_status.h"
 #include "expert_kernels.h"
 
 namespace colibri::cuda {
 namespace {
+
+using detail::CudaErrorText;
+using detail::CudaFailure;
+using detail::UseDevice;
 
 using engine::DType;
 using engine::ExpertLayout;
@@ -27,20 +32,6 @@ static_assert(static_cast<int>(detail::WeightType::kInt8) == static_cast<int>(DT
 
 constexpr uint64_t kScratchAlignment = 256;   // each array of a call starts on this
 constexpr uint64_t kScratchGranule = 1 << 20;  // the scratch buffer grows in these
-
-std::string CudaErrorText(cudaError_t error) {
-  return std::string(cudaGetErrorString(error)) + " (" + cudaGetErrorName(error) + ")";
-}
-
-Status CudaFailure(const std::string& what, cudaError_t error) {
-  cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  return Status::Internal("CUDA " + what + ": " + CudaErrorText(error));
-}
-
-Status UseDevice(int device) {
-  const cudaError_t error = cudaSetDevice(device);
-  return error == cudaSuccess ? Status::Ok() : CudaFailure("cudaSetDevice(" + std::to_string(device) + ")", error);
-}
 
 uint64_t RoundUp(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
@@ -97,9 +88,9 @@ detail::DeviceMatrix ExpertMatrix(const ExpertView& expert, uint64_t offset, uin
 
 }  // namespace
 
-Result<std::unique_ptr<CudaCompute>> CudaCompute::Create(int device) {
+Result<std::unique_ptr<CudaCompute>> CudaCompute::Create(int device, CudaComputeOptions options) {
   COLIBRI_RETURN_IF_ERROR(OpenCudaDevice(device));
-  std::unique_ptr<CudaCompute> compute(new CudaCompute(device));
+  std::unique_ptr<CudaCompute> compute(new CudaCompute(device, options));
   cudaStream_t stream = nullptr;
   const cudaError_t error = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   if (error != cudaSuccess) return CudaFailure("cudaStreamCreateWithFlags", error);
@@ -107,7 +98,7 @@ Result<std::unique_ptr<CudaCompute>> CudaCompute::Create(int device) {
   return compute;
 }
 
-CudaCompute::CudaCompute(int device) : device_(device) {}
+CudaCompute::CudaCompute(int device, CudaComputeOptions options) : device_(device), options_(options) {}
 
 CudaCompute::~CudaCompute() {
   cudaSetDevice(device_);
@@ -116,7 +107,35 @@ CudaCompute::~CudaCompute() {
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
+  for (const auto& [key, gate] : gates_) cudaFree(gate.weight);  // one allocation: weight, then bias
   cudaGetLastError();
+}
+
+Result<CudaCompute::DeviceGate> CudaCompute::KeptGate(const GateKey& key) {
+  if (auto it = gates_.find(key); it != gates_.end()) return it->second;
+  const uint64_t weight_bytes = uint64_t{key.experts} * key.hidden * sizeof(float);
+  const uint64_t bias_bytes = key.bias != nullptr ? uint64_t{key.experts} * sizeof(float) : 0;
+  const uint64_t bytes = weight_bytes + RoundUp(bias_bytes, kScratchAlignment);
+  COLIBRI_ASSIGN_OR_RETURN(void* const memory, detail::DeviceMalloc(device_, bytes, "a router's gate weights"));
+  DeviceGate gate{static_cast<float*>(memory), nullptr};
+  if (bias_bytes > 0) gate.bias = reinterpret_cast<float*>(static_cast<std::byte*>(memory) + weight_bytes);
+  cudaError_t error = cudaSuccess;
+  // On the backend's stream (a non-blocking one): the kernels that read the gate are ordered after the upload.
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  if (error == cudaSuccess) {
+    error = cudaMemcpyAsync(gate.weight, key.weight, weight_bytes, cudaMemcpyHostToDevice, stream);
+  }
+  if (error == cudaSuccess && bias_bytes > 0) {
+    error = cudaMemcpyAsync(gate.bias, key.bias, bias_bytes, cudaMemcpyHostToDevice, stream);
+  }
+  if (error == cudaSuccess) error = cudaStreamSynchronize(stream);  // the host arguments may go once we return
+  if (error != cudaSuccess) {
+    cudaFree(memory);
+    return CudaFailure("upload of a gate's weights", error);
+  }
+  gate_bytes_ += bytes;
+  gates_.emplace(key, gate);
+  return gate;
 }
 
 Status CudaCompute::ReserveScratch(uint64_t bytes) {
@@ -126,17 +145,7 @@ Status CudaCompute::ReserveScratch(uint64_t bytes) {
   if (scratch_ != nullptr) cudaFree(scratch_);
   scratch_ = nullptr;
   scratch_bytes_ = 0;
-  const cudaError_t error = cudaMalloc(&scratch_, want);
-  if (error == cudaErrorMemoryAllocation) {
-    scratch_ = nullptr;
-    cudaGetLastError();
-    return Status::InvalidArgument("CUDA device " + std::to_string(device_) + " cannot allocate " +
-                                   std::to_string(want) + " bytes of compute scratch: " + CudaErrorText(error));
-  }
-  if (error != cudaSuccess) {
-    scratch_ = nullptr;
-    return CudaFailure("cudaMalloc of " + std::to_string(want) + " bytes of compute scratch", error);
-  }
+  COLIBRI_ASSIGN_OR_RETURN(scratch_, detail::DeviceMalloc(device_, want, "compute scratch"));
   scratch_bytes_ = want;
   return Status::Ok();
 }
@@ -222,24 +231,31 @@ Status CudaCompute::GateGemv(const float* weight, const float* bias, uint32_t ex
   const std::optional<uint64_t> l_bytes = ArrayBytes(tokens, experts);
   if (!w_bytes || !b_bytes || !x_bytes || !l_bytes) return TooLarge("gate GEMV batch", tokens, hidden);
   COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
-  COLIBRI_RETURN_IF_ERROR(ReserveScratch(*w_bytes + *b_bytes + *x_bytes + *l_bytes));
+  const bool keep = options_.keep_gate_weights;
+  const uint64_t uploaded_bytes = keep ? 0 : *w_bytes + *b_bytes;  // the weights' share of the scratch
+  COLIBRI_RETURN_IF_ERROR(ReserveScratch(uploaded_bytes + *x_bytes + *l_bytes));
   auto* const base = static_cast<std::byte*>(scratch_);
-  auto* const dw = reinterpret_cast<float*>(base);
-  auto* const db = reinterpret_cast<float*>(base + *w_bytes);
-  auto* const dx = reinterpret_cast<float*>(base + *w_bytes + *b_bytes);
-  auto* const dl = reinterpret_cast<float*>(base + *w_bytes + *b_bytes + *x_bytes);
+  DeviceGate gate{reinterpret_cast<float*>(base), bias != nullptr ? reinterpret_cast<float*>(base + *w_bytes) : nullptr};
+  if (keep) {
+    COLIBRI_ASSIGN_OR_RETURN(gate, KeptGate(GateKey{weight, bias, experts, hidden}));
+  }
+  auto* const dx = reinterpret_cast<float*>(base + uploaded_bytes);
+  auto* const dl = reinterpret_cast<float*>(base + uploaded_bytes + *x_bytes);
   const auto stream = static_cast<cudaStream_t>(stream_);
-  const detail::DeviceMatrix m{detail::WeightType::kFp32, dw, nullptr, experts, hidden};
+  const detail::DeviceMatrix m{detail::WeightType::kFp32, gate.weight, nullptr, experts, hidden};
 
-  cudaError_t error =
-      cudaMemcpyAsync(dw, weight, uint64_t{experts} * hidden * sizeof(float), cudaMemcpyHostToDevice, stream);
-  if (error == cudaSuccess && bias != nullptr) {
-    error = cudaMemcpyAsync(db, bias, uint64_t{experts} * sizeof(float), cudaMemcpyHostToDevice, stream);
+  cudaError_t error = cudaSuccess;
+  if (!keep) {
+    error = cudaMemcpyAsync(gate.weight, weight, uint64_t{experts} * hidden * sizeof(float), cudaMemcpyHostToDevice,
+                            stream);
+    if (error == cudaSuccess && bias != nullptr) {
+      error = cudaMemcpyAsync(gate.bias, bias, uint64_t{experts} * sizeof(float), cudaMemcpyHostToDevice, stream);
+    }
   }
   if (error == cudaSuccess) {
     error = cudaMemcpyAsync(dx, x, tokens * hidden * sizeof(float), cudaMemcpyHostToDevice, stream);
   }
-  if (error == cudaSuccess) error = detail::LaunchDotRows(m, dx, tokens, bias != nullptr ? db : nullptr, dl, stream);
+  if (error == cudaSuccess) error = detail::LaunchDotRows(m, dx, tokens, gate.bias, dl, stream);
   if (error != cudaSuccess) {
     (void)Finish("gate GEMV (after a failed enqueue)");
     return CudaFailure("gate GEMV enqueue", error);

@@ -11,26 +11,17 @@
 #include <utility>
 
 #include "colibri/cuda/device.h"
+#include "cuda_status.h"
 
 namespace colibri::cuda {
 namespace {
 
-std::string CudaErrorText(cudaError_t error) {
-  return std::string(cudaGetErrorString(error)) + " (" + cudaGetErrorName(error) + ")";
-}
-
-Status CudaFailure(const std::string& what, cudaError_t error) {
-  cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  return Status::Internal("CUDA " + what + ": " + CudaErrorText(error));
-}
+using detail::CudaErrorText;
+using detail::CudaFailure;
+using detail::UseDevice;
 
 cudaStream_t AsStream(void* stream) { return static_cast<cudaStream_t>(stream); }
 cudaEvent_t AsEvent(void* event) { return static_cast<cudaEvent_t>(event); }
-
-Status UseDevice(int device) {
-  const cudaError_t error = cudaSetDevice(device);
-  return error == cudaSuccess ? Status::Ok() : CudaFailure("cudaSetDevice(" + std::to_string(device) + ")", error);
-}
 
 std::string DescribeDevice(const DeviceInfo& info) {
   return "CUDA device " + std::to_string(info.ordinal) + " (" + info.name + ", PCI " + info.pci_bus_id + ")";
@@ -195,19 +186,7 @@ Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateDevicePool(uint64_
   if (slots == 0) return engine::SlabPool::Wrap(nullptr, 0, slot_bytes, engine::kPoolAlignmentBytes, {});
   const uint64_t bytes = slots * slot_bytes;
   COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
-  void* memory = nullptr;
-  const cudaError_t error = cudaMalloc(&memory, bytes);
-  if (error == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
-    size_t free_bytes = 0;
-    size_t total_bytes = 0;
-    cudaMemGetInfo(&free_bytes, &total_bytes);
-    cudaGetLastError();
-    return Status::InvalidArgument("CUDA device " + std::to_string(device_) + " cannot hold an L1 pool of " +
-                                   std::to_string(bytes) + " bytes (" + std::to_string(free_bytes) + " of " +
-                                   std::to_string(total_bytes) + " bytes free): " + CudaErrorText(error));
-  }
-  if (error != cudaSuccess) return CudaFailure("cudaMalloc of a " + std::to_string(bytes) + "-byte L1 pool", error);
+  COLIBRI_ASSIGN_OR_RETURN(void* const memory, detail::DeviceMalloc(device_, bytes, "an L1 pool"));
   auto* base = static_cast<std::byte*>(memory);
   pools_->push_back(DeviceRange{base, bytes});
   const int device = device_;

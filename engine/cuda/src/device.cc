@@ -8,19 +8,14 @@
 #include <cstdint>
 #include <limits>
 
+#include "cuda_status.h"
 #include "kernels.h"
 
 namespace colibri::cuda {
 namespace {
 
-std::string CudaErrorText(cudaError_t error) {
-  return std::string(cudaGetErrorString(error)) + " (" + cudaGetErrorName(error) + ")";
-}
-
-Status CudaFailure(const char* what, cudaError_t error) {
-  cudaGetLastError();  // clear a non-sticky error so later calls start clean
-  return Status::Internal(std::string("CUDA ") + what + ": " + CudaErrorText(error));
-}
+using detail::CudaErrorText;
+using detail::CudaFailure;
 
 // Reads the MIG mode of the physical GPU at `pci_bus_id` through NVML, which
 // is loaded at run time so that neither building nor running needs it.

@@ -10,10 +10,15 @@
 // y = W_down h, y is copied back and the call waits for the stream. bf16, fp16
 // and int8 weights are converted to fp32 inside the kernels (int8: the dot
 // product's sum x the row's fp32 scale, as CpuCompute).
-// GateGemv: weight, bias, x and logits are host memory; this first version
-// uploads the weight (E x H fp32) and bias with every call, which costs a PCIe
-// copy of E x H x 4 bytes (e.g. 7 MiB for 256 x 7168) per call; a later one
-// should keep the gate weights on the device.
+// GateGemv: weight, bias, x and logits are host memory. By default the
+// weight (E x H fp32) and bias are uploaded with every call, a PCIe copy of
+// E x H x 4 bytes (e.g. 7 MiB for 256 x 7168) per call. With
+// CudaComputeOptions::keep_gate_weights (what the engine's runs use: a
+// model's router weights never change) the first call with a given (weight,
+// bias, experts, hidden) uploads them to device memory kept until the backend
+// is destroyed, and later calls with the same arguments reuse that copy
+// (E x H x 4 bytes of device memory per router, e.g. 448 MiB for DeepSeek-V3's
+// 61 x 256 x 7168); the caller must then not change a matrix it passed.
 //
 // Why own kernels and not cuBLAS: the engine's contract is that every backend
 // of one dtype gives bit-identical outputs (compute.h), and the CPU oracle
@@ -54,12 +59,13 @@
 // is a sticky CUDA error: the device is unusable by this process afterwards.
 // Thread-safety: as ComputeBackend, one caller at a time; each call makes
 // the backend's device current on the calling thread.
-// Ownership: owns its stream and scratch memory; borrows the expert blocks and
+// Ownership: owns its stream, scratch memory and kept gate weights; borrows the expert blocks and
 // vectors for the duration of a call.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 
 #include "colibri/engine/compute.h"
@@ -68,12 +74,16 @@
 
 namespace colibri::cuda {
 
+struct CudaComputeOptions {
+  bool keep_gate_weights = false;  // see GateGemv in the file comment
+};
+
 class CudaCompute final : public engine::ComputeBackend {
  public:
   // A backend on CUDA device `device`. Errors: those of OpenCudaDevice
   // (cuda_transfer.h: kNotFound "no CUDA device: <why>" without a device or
   // driver), kInternal when its stream cannot be made.
-  static Result<std::unique_ptr<CudaCompute>> Create(int device = 0);
+  static Result<std::unique_ptr<CudaCompute>> Create(int device = 0, CudaComputeOptions options = {});
   ~CudaCompute() override;
   CudaCompute(const CudaCompute&) = delete;
   CudaCompute& operator=(const CudaCompute&) = delete;
@@ -90,9 +100,26 @@ class CudaCompute final : public engine::ComputeBackend {
   int device() const { return device_; }
   // Bytes of device scratch memory held (grows with the largest call).
   uint64_t scratch_bytes() const { return scratch_bytes_; }
+  // Bytes of device memory holding kept gate weights (keep_gate_weights).
+  uint64_t gate_bytes() const { return gate_bytes_; }
 
  private:
-  explicit CudaCompute(int device);
+  // A gate's weights (and bias) in device memory, by the host arguments they came from.
+  struct GateKey {
+    const float* weight;
+    const float* bias;
+    uint32_t experts;
+    uint32_t hidden;
+    auto operator<=>(const GateKey&) const = default;
+  };
+  struct DeviceGate {
+    float* weight = nullptr;
+    float* bias = nullptr;  // null when the gate has none
+  };
+
+  CudaCompute(int device, CudaComputeOptions options);
+  // The device copy of a gate, uploaded on first use. Errors: out of device memory, CUDA failures.
+  Result<DeviceGate> KeptGate(const GateKey& key);
   // Makes the scratch buffer at least `bytes` long.
   Status ReserveScratch(uint64_t bytes);
   // Checks that the block of `expert` is device memory this backend can read.
@@ -105,6 +132,9 @@ class CudaCompute final : public engine::ComputeBackend {
   void* stream_ = nullptr;   // cudaStream_t
   void* scratch_ = nullptr;  // device memory
   uint64_t scratch_bytes_ = 0;
+  CudaComputeOptions options_;
+  std::map<GateKey, DeviceGate> gates_;  // keep_gate_weights
+  uint64_t gate_bytes_ = 0;
 };
 
 }  // namespace colibri::cuda
