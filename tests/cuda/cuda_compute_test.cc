@@ -39,12 +39,6 @@ using engine::conformance::ComputeHarnessFactory;
 using engine::reference::RandomActivations;
 using engine::reference::RandomExpert;
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                \
-  do {                                                            \
-    auto probe = ProbeCudaDevice(0);                              \
-    if (!probe.ok()) GTEST_SKIP() << probe.status().message();    \
-  } while (0)
-
 // The tolerance of cuda_compute.h: |gpu - cpu| <= kTolerance x max|cpu|.
 constexpr double kTolerance = 1e-4;
 

@@ -21,6 +21,7 @@
 #include "colibri/cuda/cuda_compute.h"
 #include "colibri/cuda/cuda_transfer.h"
 #include "colibri/cuda/device.h"
+#include "cuda_test_util.h"
 #include "colibri/engine/local_engine.h"
 
 namespace colibri::cuda {
@@ -28,12 +29,6 @@ namespace {
 
 using engine::DType;
 using engine::testing_util::ScratchDir;
-
-#define SKIP_WITHOUT_CUDA_DEVICE()                                \
-  do {                                                            \
-    auto probe = ProbeCudaDevice(0);                              \
-    if (!probe.ok()) GTEST_SKIP() << probe.status().message();    \
-  } while (0)
 
 struct Budget {
   uint64_t l1_blocks;

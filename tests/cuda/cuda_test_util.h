@@ -1,9 +1,18 @@
-// Shared by the CUDA tests: the status every backend's Create returns without a usable device.
+// Shared by the CUDA tests: skipping without a device, and the status every
+// backend's Create returns without a usable device.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include "colibri/cuda/device.h"
 #include "colibri/status.h"
+
+// Skips the running test, with ProbeCudaDevice's reason, unless CUDA device 0 is usable.
+#define SKIP_WITHOUT_CUDA_DEVICE()                                               \
+  do {                                                                           \
+    auto probe = ::colibri::cuda::ProbeCudaDevice(0);                            \
+    if (!probe.ok()) GTEST_SKIP() << probe.status().message();                   \
+  } while (0)
 
 namespace colibri::cuda::testing {
 

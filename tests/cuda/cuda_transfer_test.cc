@@ -27,12 +27,6 @@ using engine::conformance::TransferConformanceTest;
 using engine::conformance::TransferHarness;
 using engine::conformance::TransferHarnessFactory;
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                \
-  do {                                                            \
-    auto probe = ProbeCudaDevice(0);                              \
-    if (!probe.ok()) GTEST_SKIP() << probe.status().message();    \
-  } while (0)
-
 // CudaTransfer on device 0 over kStreams copy streams, on the monotonic
 // clock; no device is Unsupported, which skips the suite.
 template <uint32_t kStreams>
