@@ -74,11 +74,12 @@ Status CheckLayerExpertBytes(const EngineModel& m, const EngineBackends& b) {
 
 // A compute backend that reads expert data needs backends that deliver it.
 Status CheckDataFlow(const EngineBackends& b, const EngineOptions& options) {
-  if (options.l1_bytes > 0 && b.transfer->caps().delivers_data && !b.storage->caps().delivers_data) {
+  const bool copies = options.l1_bytes > 0 || b.compute->caps().device_memory;  // L1 admissions, device staging
+  if (copies && b.transfer->caps().delivers_data && !b.storage->caps().delivers_data) {
     return Status::InvalidArgument(std::string("transfer backend '") + b.transfer->caps().name +
                                    "' copies expert bytes, but storage backend '" + b.storage->caps().name +
                                    "' only models time: there are none to copy (use a modelled transfer, real "
-                                   "storage, or an L1 budget of 0)");
+                                   "storage, or an L1 budget of 0 with a compute device that reads host memory)");
   }
   if (!b.compute->caps().reads_data) return Status::Ok();
   if (!b.storage->caps().delivers_data) {
@@ -578,10 +579,10 @@ class MoeEngine::Batch {
   Status ComputeOne(Work& w) {
     const size_t n = w.end - w.first;
     if (e_.moves_data_) Gather(w);
+    COLIBRI_ASSIGN_OR_RETURN(const std::byte* block, ComputeBlock(w));  // a copy here counts as host_to_device
     const TimeNs start = e_.backends_.loop->Now();
     float* x = e_.moves_data_ ? e_.x_buffer_.data() : nullptr;
     float* y = e_.moves_data_ ? e_.y_buffer_.data() : nullptr;
-    COLIBRI_ASSIGN_OR_RETURN(const std::byte* block, ComputeBlock(w));
     COLIBRI_RETURN_IF_ERROR(e_.backends_.compute->ExpertFfn(ExpertView{&e_.model_.layout, block}, x, n, y));
     compute_ns_ += e_.backends_.loop->Now() - start;
     if (e_.moves_data_) Scatter(w);
@@ -864,7 +865,7 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   if (!l2.ok()) return l2.status().WithPrefix("--l2-bytes");
   e.l2_pool_ = std::move(l2).value();
   COLIBRI_ASSIGN_OR_RETURN(e.staging_pool_, host_pool(options.staging_slots * block));
-  if (e.moves_data_ && backends.compute->caps().device_memory) {
+  if (backends.compute->caps().device_memory) {
     COLIBRI_ASSIGN_OR_RETURN(e.device_staging_pool_, backends.transfer->CreateDevicePool(block, block));
   }
   CachePolicyOptions policy_options;

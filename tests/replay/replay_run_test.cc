@@ -14,6 +14,7 @@
 #include "colibri/engine/local_engine.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/sim/sim_compute.h"
+#include "colibri/sim/sim_transfer.h"
 #include "colibri/sim/sim_event_loop.h"
 #include "replay_test_util.h"
 
@@ -75,6 +76,35 @@ TEST_F(ReplayRunTest, AllMissTimePerTokenIsTheHandComputedSum) {
   EXPECT_EQ(r.value().decode.passes, static_cast<uint64_t>(passes));
   EXPECT_EQ(r.value().decode.read_latency_ns, passes * 4 * read_ns);  // one read at a time: no queueing
   EXPECT_EQ(r.value().decode.nvme_read_ns, passes * 2 * (2 * read_ns + ffn_ns.value()));  // read, compute, read per layer
+  EXPECT_EQ(r.value().served, 0u);
+}
+
+// A modelled GPU computes from device memory: with no L1 each expert is copied
+// over the link into the device staging slot before its FFN, so the all-miss
+// sum gains one copy per expert (read, copy, compute, one after another here).
+TEST_F(ReplayRunTest, AllMissOnAGpuBehindALinkAddsOneCopyPerExpert) {
+  const int passes = 5;
+  ReplayConfig c = Config(WriteTrace(passes, 3), "serial-h100");
+  auto linked = catalog_.Resolve("serial-h100", sim::MachineOverrides{"", "pcie-gen4-x16", ""});
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  c.machine = linked.value();
+  c.queue_depth = 1;
+  c.staging_slots = 1;
+  auto r = RunReplay(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const int64_t read_ns = 5000 + 196608 + 20000;  // as above
+  sim::SimEventLoop loop;
+  auto compute = sim::MakeSimCompute(c.machine.compute, sim::SimComputeOptions{&loop, nullptr});
+  auto transfer = sim::MakeSimTransfer(c.machine.pcie, sim::SimTransferOptions{&loop, true, nullptr});
+  ASSERT_TRUE(compute.ok());
+  ASSERT_TRUE(transfer.ok());
+  const auto ffn_ns = compute.value()->ExpertFfnNs(engine::ExpertLayout::Make(engine::DType::kBf16, 256, 128), 1);
+  ASSERT_TRUE(ffn_ns.ok());
+  const int64_t copy_ns = transfer.value()->CopyNs(196608);
+  EXPECT_GT(copy_ns, 10000) << "pcie-gen4-x16: 10 us per copy plus the bytes";
+  const int64_t token_ns = 2 /*layers*/ * 2 /*experts*/ * (read_ns + copy_ns + ffn_ns.value());
+  EXPECT_EQ(r.value().elapsed_ns, passes * token_ns);
+  EXPECT_EQ(r.value().step("host_to_device").Summarize().max, 2 * copy_ns);  // two experts per layer batch
   EXPECT_EQ(r.value().served, 0u);
 }
 

@@ -29,13 +29,13 @@
 //
 // Memory: L1 and the device staging slot come from the transfer backend's
 // CreateDevicePool; L2 and the staging slots NVMe reads land in from its
-// CreateHostPool (pinned memory with a GPU transfer). A compute backend that
-// reads data in device memory (ComputeCaps::device_memory, e.g. CudaCompute)
-// gets every block from device memory: L1's, or, for a block L1 does not
-// hold, a copy in one device staging slot made just before its FFN (copies
-// and FFNs of such blocks alternate; the copy counts as host_to_device).
-// Modelled compute (reads_data = false) computes from where the block is, L2
-// included, and is charged no copy for it.
+// CreateHostPool (pinned memory with a GPU transfer). A compute backend on a
+// device (ComputeCaps::device_memory: CudaCompute, or a modelled GPU) gets
+// every block from device memory: L1's, or, for a block L1 does not hold, a
+// copy in one device staging slot made just before its FFN (copies and FFNs
+// of such blocks alternate; the copy counts as host_to_device, and a modelled
+// transfer charges its time). Only a compute backend that reads host memory
+// (the CPU) computes straight from L2 or a staging slot.
 //
 // With modelled backends that keep time without moving bytes (storage or
 // transfer caps delivers_data = false, compute caps reads_data = false) the
@@ -272,7 +272,7 @@ class MoeEngine {
   std::unique_ptr<SlabPool> l1_pool_;
   std::unique_ptr<SlabPool> l2_pool_;
   std::unique_ptr<SlabPool> staging_pool_;
-  std::unique_ptr<SlabPool> device_staging_pool_;  // one slot; only for a compute backend that reads device memory
+  std::unique_ptr<SlabPool> device_staging_pool_;  // one slot; only for a compute backend on a device
   std::unique_ptr<ExpertCache> l1_cache_;  // null when L1 is disabled
   std::unique_ptr<ExpertCache> l2_cache_;  // null when L2 is disabled
   std::vector<int64_t> l1_slot_of_;        // [layer x experts + expert] -> slot, -1 when not resident
