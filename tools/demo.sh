@@ -71,13 +71,13 @@ demo_engine() {
 }
 
 demo_replay() {
-  show "Replay the sample on three modelled machines (8 GiB L2; the trace records no hidden size: Qwen3-30B-A3B's 2048)" \
-    "$colibri" replay "$sample" --hidden 2048 --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe
+  show "Replay the sample on three modelled machines (8 GiB L1 in device memory, 8 GiB L2 in host memory; the trace records no hidden size: Qwen3-30B-A3B's 2048)" \
+    "$colibri" replay "$sample" --hidden 2048 --l1-bytes 8G --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe
   closed_loop_ids=$("$colibri" runs list --json | python3 -c 'import json,sys; print(" ".join(str(r["run_id"]) for r in json.load(sys.stdin)["runs"][:3][::-1]))')
   local azure=../shared/data/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
   if [[ -f $azure ]]; then
     show "Open loop: the sample's request arriving at the first 64 times of Azure's conversation trace, continuous batching" \
-      "$colibri" replay "$sample" --hidden 2048 --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe \
+      "$colibri" replay "$sample" --hidden 2048 --l1-bytes 8G --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe \
       --arrivals "$azure" --repeat --max-arrivals 64 --jobs 2
   fi
 }
