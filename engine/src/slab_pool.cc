@@ -74,6 +74,28 @@ Result<std::unique_ptr<SlabPool>> SlabPool::Wrap(std::byte* base, uint64_t budge
   return pool;
 }
 
+Result<std::unique_ptr<SlabPool>> SlabPool::AllocateAligned(uint64_t budget_bytes, uint64_t slot_bytes,
+                                                            uint64_t alignment_bytes, const RawAllocator& allocate,
+                                                            std::function<void(std::byte*)> release) {
+  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots, SlotsFor(budget_bytes, slot_bytes, alignment_bytes));
+  if (slots == 0) return Wrap(nullptr, 0, slot_bytes, alignment_bytes, {});
+  const uint64_t bytes = slots * slot_bytes;  // <= budget_bytes: no overflow
+  if (bytes > UINT64_MAX - (alignment_bytes - 1)) {
+    return Status::InvalidArgument("pool of " + std::to_string(bytes) + " bytes plus its alignment overflows");
+  }
+  if (!allocate) return Status::InvalidArgument("no allocator for the pool");
+  COLIBRI_ASSIGN_OR_RETURN(std::byte* const allocation, allocate(bytes + alignment_bytes - 1));
+  if (allocation == nullptr) return Status::InvalidArgument("the pool's allocator returned no memory");
+  const auto address = reinterpret_cast<uintptr_t>(allocation);
+  std::byte* const base = allocation + (alignment_bytes - address % alignment_bytes) % alignment_bytes;
+  auto free_allocation = [allocation, release = std::move(release)](std::byte*) {
+    if (release) release(allocation);
+  };
+  Result<std::unique_ptr<SlabPool>> pool = Wrap(base, bytes, slot_bytes, alignment_bytes, free_allocation);
+  if (!pool.ok()) free_allocation(base);
+  return pool;
+}
+
 SlabPool::SlabPool(std::byte* base, uint32_t slot_count, uint64_t slot_bytes, Backing backing)
     : base_(base), slot_count_(slot_count), slot_bytes_(slot_bytes), backing_(backing) {
   free_.resize(slot_count);

@@ -318,7 +318,7 @@ TEST_P(ComputeConformanceTest, RejectsBadShapesAndArguments) {
 // it, and with every operand in memory that faults when touched (the device
 // pool of a modelled run is such memory).
 TEST_P(ComputeConformanceTest, TimeOnlyModelsTouchNoData) {
-  if (caps().reads_data) GTEST_SKIP() << caps().name << " reads data (caps)";
+  if (caps().reads_data) GTEST_SKIP() << "not applicable: " << caps().name << " reads data (caps)";
   constexpr uint64_t kBytes = 4 << 20;
   auto reserved = SlabPool::CreateReserved(kBytes, kBytes);
   ASSERT_TRUE(reserved.ok()) << reserved.status().message();

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <vector>
 
 namespace colibri::engine {
 namespace {
@@ -78,6 +80,97 @@ TEST(SlabPoolTest, WrapErrorsLeaveTheMemoryToTheCaller) {
   empty.value().reset();
   EXPECT_EQ(released, 0) << "no memory, nothing to release";
   EXPECT_EQ(SlabPool::SlotsFor(3 * 4096 + 1, 4096, 4096).value(), 3u);
+}
+
+// An allocator that, as cudaMalloc may for small sizes, promises only 256
+// bytes: it hands out memory 256 bytes past a page boundary.
+class Only256Aligned {
+ public:
+  Result<std::byte*> Allocate(uint64_t bytes) {
+    requested.push_back(bytes);
+    auto* page = static_cast<std::byte*>(std::aligned_alloc(4096, (bytes + 256 + 4095) / 4096 * 4096));
+    if (page == nullptr) return Status::Internal("out of memory");
+    pages_.push_back(page);
+    return page + 256;
+  }
+  void Release(std::byte* allocation) {
+    released.push_back(allocation);
+    for (std::byte*& page : pages_) {
+      if (page + 256 == allocation) {
+        std::free(page);
+        page = nullptr;
+      }
+    }
+  }
+  ~Only256Aligned() {
+    for (std::byte* page : pages_) std::free(page);
+  }
+  std::vector<uint64_t> requested;
+  std::vector<std::byte*> released;
+
+ private:
+  std::vector<std::byte*> pages_;
+};
+
+TEST(SlabPoolTest, AllocateAlignedAlignsUpMemoryOfAnyAlignment) {
+  // The one-slot staging pool, a 4 KiB pool (bench pcie's), a 64 KiB pool (the tests').
+  for (const uint64_t budget : {uint64_t{3 * 4096}, uint64_t{4096}, uint64_t{64 * 1024}}) {
+    const uint64_t slot_bytes = budget == 3 * 4096 ? 3 * 4096 : 4096;
+    Only256Aligned allocator;
+    std::byte* allocation = nullptr;
+    {
+      auto pool = SlabPool::AllocateAligned(
+          budget, slot_bytes, kPoolAlignmentBytes,
+          [&](uint64_t bytes) {
+            Result<std::byte*> memory = allocator.Allocate(bytes);
+            if (memory.ok()) allocation = memory.value();
+            return memory;
+          },
+          [&](std::byte* p) { allocator.Release(p); });
+      ASSERT_TRUE(pool.ok()) << pool.status().message();
+      ASSERT_EQ(allocator.requested.size(), 1u);
+      EXPECT_EQ(allocator.requested[0], budget + kPoolAlignmentBytes - 1);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(allocation) % 4096, 256u) << "the fake allocator's promise";
+      SlabPool& p = **pool;
+      EXPECT_EQ(p.slot_count(), budget / slot_bytes);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p.base()) % 4096, 0u);
+      EXPECT_GE(p.base(), allocation);
+      EXPECT_LE(p.base() + p.total_bytes(), allocation + allocator.requested[0]) << "slots inside the allocation";
+      for (uint32_t i = 0; i < p.slot_count(); ++i) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p.SlotData(i)) % 4096, 0u);
+      }
+      EXPECT_TRUE(allocator.released.empty());
+    }
+    ASSERT_EQ(allocator.released.size(), 1u) << "released once, on destruction";
+    EXPECT_EQ(allocator.released[0], allocation) << "with the allocator's own pointer, not the aligned base";
+  }
+}
+
+TEST(SlabPoolTest, AllocateAlignedErrors) {
+  int allocations = 0;
+  int releases = 0;
+  auto count_release = [&](std::byte*) { ++releases; };
+  auto failing = [&](uint64_t) -> Result<std::byte*> {
+    ++allocations;
+    return Status::InvalidArgument("device full");
+  };
+  Result<std::unique_ptr<SlabPool>> failed = SlabPool::AllocateAligned(8192, 4096, 4096, failing, count_release);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "device full") << "the allocator's error as it is";
+  EXPECT_EQ(releases, 0);
+  // Bad slot sizes and budgets are refused before anything is allocated.
+  EXPECT_FALSE(SlabPool::AllocateAligned(8192, 5000, 4096, failing, count_release).ok());
+  EXPECT_FALSE(SlabPool::AllocateAligned(100, 4096, 4096, failing, count_release).ok());
+  EXPECT_EQ(allocations, 1);
+  auto null_memory = [](uint64_t) -> Result<std::byte*> { return static_cast<std::byte*>(nullptr); };
+  EXPECT_EQ(SlabPool::AllocateAligned(4096, 4096, 4096, null_memory, count_release).status().code(),
+            StatusCode::kInvalidArgument);
+  auto empty = SlabPool::AllocateAligned(0, 4096, 4096, failing, count_release);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ((*empty)->slot_count(), 0u);
+  empty.value().reset();
+  EXPECT_EQ(allocations, 1) << "a budget of 0 allocates nothing";
+  EXPECT_EQ(releases, 0);
 }
 
 }  // namespace

@@ -560,6 +560,12 @@ Result<Json> RunBenchComputeCuda(const BenchComputeFlags& f, const CudaPlan& pla
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaCompute> compute, cuda::CudaCompute::Create(f.cuda_device));
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CublasFfnReference> cublas,
                            cuda::CublasFfnReference::Create(f.cuda_device));
+  // Where cuBLAS came from (or every place tried), on stderr: the device check's log shows it.
+  if (cublas->available()) {
+    std::fprintf(stderr, "cuBLAS: %s (version %d)\n", cublas->library().c_str(), cublas->version());
+  } else {
+    std::fprintf(stderr, "cuBLAS: %s\n", cublas->unavailable_reason().c_str());
+  }
   const uint64_t steps = plan.dtypes.size() + 1;
   uint64_t step = 0;
   progress->Update(step++, steps);

@@ -6,14 +6,17 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <glob.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
 #include "colibri/cuda/cuda_transfer.h"
 #include "cuda_status.h"
+#include "nvml.h"
 
 namespace colibri::cuda {
 namespace {
@@ -22,36 +25,13 @@ using detail::CudaErrorText;
 using detail::CudaFailure;
 using detail::UseDevice;
 
-// The PCIe link of the GPU at `pci_bus_id` through NVML, loaded at run time
-// (as device.cc does for the MIG mode).
+// The PCIe link of the GPU at `pci_bus_id` through NVML (nvml.h).
 void QueryPcieLink(const std::string& pci_bus_id, BenchDeviceInfo* info) {
-  using NvmlDevice = struct NvmlDeviceOpaque*;
-  using InitFn = int (*)();
-  using ShutdownFn = int (*)();
-  using HandleByPciFn = int (*)(const char*, NvmlDevice*);
-  using UintFn = int (*)(NvmlDevice, unsigned int*);
-  constexpr int kNvmlSuccess = 0;
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return;
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
-  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "nvmlShutdown"));
-  auto by_pci = reinterpret_cast<HandleByPciFn>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-  if (init != nullptr && shutdown != nullptr && by_pci != nullptr && init() == kNvmlSuccess) {
-    NvmlDevice device = nullptr;
-    if (by_pci(pci_bus_id.c_str(), &device) == kNvmlSuccess) {
-      auto query = [&](const char* name, std::optional<uint32_t>* out) {
-        auto fn = reinterpret_cast<UintFn>(dlsym(lib, name));
-        unsigned int value = 0;
-        if (fn != nullptr && fn(device, &value) == kNvmlSuccess && value > 0) *out = value;
-      };
-      query("nvmlDeviceGetMaxPcieLinkGeneration", &info->pcie_max_generation);
-      query("nvmlDeviceGetMaxPcieLinkWidth", &info->pcie_max_lanes);
-      query("nvmlDeviceGetCurrPcieLinkGeneration", &info->pcie_current_generation);
-      query("nvmlDeviceGetCurrPcieLinkWidth", &info->pcie_current_lanes);
-    }
-    shutdown();
-  }
-  dlclose(lib);
+  const detail::NvmlPcieLink link = detail::NvmlPcieLinkOf(pci_bus_id);
+  info->pcie_max_generation = link.max_generation;
+  info->pcie_max_lanes = link.max_lanes;
+  info->pcie_current_generation = link.current_generation;
+  info->pcie_current_lanes = link.current_lanes;
 }
 
 // A cudaEvent pair timing work on one stream.
@@ -134,6 +114,86 @@ const char* TypeName(cudaDataType type) {
 
 }  // namespace
 
+// ---- LoadCublas ----
+
+CublasLibrary::CublasLibrary(CublasLibrary&& other) noexcept
+    : handle(std::exchange(other.handle, nullptr)), path(std::move(other.path)), tried(std::move(other.tried)) {}
+
+CublasLibrary& CublasLibrary::operator=(CublasLibrary&& other) noexcept {
+  if (this != &other) {
+    if (handle != nullptr) dlclose(handle);
+    handle = std::exchange(other.handle, nullptr);
+    path = std::move(other.path);
+    tried = std::move(other.tried);
+  }
+  return *this;
+}
+
+CublasLibrary::~CublasLibrary() {
+  if (handle != nullptr) dlclose(handle);
+}
+
+namespace {
+
+// The files matching a glob(3) pattern, sorted (glob's own order); none on no match.
+std::vector<std::string> Glob(const std::string& pattern) {
+  std::vector<std::string> paths;
+  glob_t found{};
+  if (glob(pattern.c_str(), 0, nullptr, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc; ++i) paths.emplace_back(found.gl_pathv[i]);
+  }
+  globfree(&found);
+  return paths;
+}
+
+// dlopen of `name_or_path`: true and the handle in `library`, or false with
+// why in library->tried.
+bool TryOpen(const std::string& name_or_path, CublasLibrary* library) {
+  dlerror();
+  void* handle = dlopen(name_or_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle != nullptr) {
+    library->handle = handle;
+    library->path = name_or_path;
+    return true;
+  }
+  const char* why = dlerror();
+  library->tried.push_back(why != nullptr ? std::string(why) : name_or_path + ": cannot be opened");
+  return false;
+}
+
+}  // namespace
+
+CublasLibrary LoadCublas() {
+  CublasLibrary library;
+  if (const char* explicit_path = std::getenv("COLIBRI_CUBLAS"); explicit_path != nullptr && *explicit_path != '\0') {
+    if (TryOpen(explicit_path, &library)) return library;
+  }
+  for (const char* name : {"libcublas.so.13", "libcublas.so"}) {
+    if (TryOpen(name, &library)) return library;
+  }
+  std::vector<std::string> patterns = {"/usr/local/cuda*/lib64/libcublas.so.13",
+                                       "/usr/local/cuda*/targets/x86_64-linux/lib/libcublas.so.13"};
+  std::vector<std::string> site_roots;
+  if (const char* venv = std::getenv("VIRTUAL_ENV"); venv != nullptr && *venv != '\0') {
+    site_roots.push_back(std::string(venv) + "/lib/python3*/site-packages");
+  }
+  site_roots.insert(site_roots.end(), {"/opt/*/.venv/lib/python3*/site-packages", "/opt/*/venv/lib/python3*/site-packages",
+                                       "/usr/local/lib/python3*/dist-packages", "/usr/local/lib/python3*/site-packages",
+                                       "/usr/lib/python3*/dist-packages"});
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    site_roots.push_back(std::string(home) + "/.local/lib/python3*/site-packages");
+  }
+  for (const std::string& root : site_roots) patterns.push_back(root + "/nvidia/*/lib/libcublas.so.13");
+  for (const std::string& pattern : patterns) {
+    const std::vector<std::string> paths = Glob(pattern);
+    if (paths.empty()) library.tried.push_back(pattern + ": no match");
+    for (const std::string& path : paths) {
+      if (TryOpen(path, &library)) return library;
+    }
+  }
+  return library;
+}
+
 // ---- ProbeBenchDevice ----
 
 Result<BenchDeviceInfo> ProbeBenchDevice(int device) {
@@ -192,7 +252,12 @@ Status DeviceBuffer::Upload(uint64_t offset, const void* host, uint64_t bytes) {
   }
   COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
   const cudaError_t error = cudaMemcpy(data_ + offset, host, bytes, cudaMemcpyHostToDevice);
-  return error == cudaSuccess ? Status::Ok() : CudaFailure("cudaMemcpy (upload)", error);
+  if (error != cudaSuccess) return CudaFailure("cudaMemcpy (upload)", error);
+  // A cudaMemcpy from pageable memory may return before its last bytes land,
+  // and the backends' streams are non-blocking (not ordered after the legacy
+  // stream): wait for the whole device, so any later kernel sees the bytes.
+  const cudaError_t sync = cudaDeviceSynchronize();
+  return sync == cudaSuccess ? Status::Ok() : CudaFailure("cudaDeviceSynchronize after an upload", sync);
 }
 
 Status DeviceBuffer::Fill(uint8_t value) {
@@ -273,22 +338,16 @@ CublasFfnReference::CublasFfnReference(int device) : device_(device) {}
 Result<std::unique_ptr<CublasFfnReference>> CublasFfnReference::Create(int device) {
   COLIBRI_RETURN_IF_ERROR(OpenCudaDevice(device));
   std::unique_ptr<CublasFfnReference> ref(new CublasFfnReference(device));
-  std::string errors;
-  for (const char* name : {"libcublas.so.13", "libcublas.so"}) {
-    ref->library_handle_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (ref->library_handle_ != nullptr) {
-      ref->library_ = name;
-      break;
-    }
-    const char* why = dlerror();
-    errors += std::string(errors.empty() ? "" : "; ") + (why != nullptr ? why : name);
-  }
-  if (ref->library_handle_ == nullptr) {
-    ref->unavailable_reason_ = "cuBLAS not found (" + errors + ")";
+  ref->cublas_ = LoadCublas();
+  if (ref->cublas_.handle == nullptr) {
+    std::string tried;
+    for (const std::string& t : ref->cublas_.tried) tried += (tried.empty() ? "" : "; ") + t;
+    ref->unavailable_reason_ = "cuBLAS not found (tried: " + tried + ")";
     return ref;
   }
+  ref->library_ = ref->cublas_.path;
   auto api = std::make_unique<Api>();
-  void* lib = ref->library_handle_;
+  void* lib = ref->cublas_.handle;
   api->create = reinterpret_cast<Api::CreateFn>(dlsym(lib, "cublasCreate_v2"));
   api->destroy = reinterpret_cast<Api::DestroyFn>(dlsym(lib, "cublasDestroy_v2"));
   api->set_stream = reinterpret_cast<Api::SetStreamFn>(dlsym(lib, "cublasSetStream_v2"));
@@ -322,7 +381,6 @@ CublasFfnReference::~CublasFfnReference() {
   if (handle_ != nullptr) api_->destroy(static_cast<cublasHandle_t>(handle_));
   if (stream_ != nullptr) cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   cudaGetLastError();
-  if (library_handle_ != nullptr) dlclose(library_handle_);
 }
 
 std::string CublasFfnReference::Describe(engine::DType dtype) {

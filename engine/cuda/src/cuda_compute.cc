@@ -101,9 +101,11 @@ Result<std::unique_ptr<CudaCompute>> CudaCompute::Create(int device, CudaCompute
 CudaCompute::CudaCompute(int device, CudaComputeOptions options) : device_(device), options_(options) {}
 
 CudaCompute::~CudaCompute() {
+  // A destructor cannot report: every call already waited for its own work
+  // (Finish), so this wait only covers a call that failed mid-way.
   cudaSetDevice(device_);
   if (stream_ != nullptr) {
-    cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
+    (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
     cudaStreamDestroy(static_cast<cudaStream_t>(stream_));
   }
   if (scratch_ != nullptr) cudaFree(scratch_);
@@ -141,10 +143,15 @@ Result<CudaCompute::DeviceGate> CudaCompute::KeptGate(const GateKey& key) {
 Status CudaCompute::ReserveScratch(uint64_t bytes) {
   if (bytes <= scratch_bytes_) return Status::Ok();
   const uint64_t want = RoundUp(bytes, kScratchGranule);
-  cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));  // nothing may still use the old buffer
-  if (scratch_ != nullptr) cudaFree(scratch_);
-  scratch_ = nullptr;
-  scratch_bytes_ = 0;
+  // Nothing may still use the old buffer. A failed wait means earlier work
+  // faulted: report it rather than free memory a kernel may still touch.
+  COLIBRI_RETURN_IF_ERROR(Finish("wait before growing the compute scratch"));
+  if (scratch_ != nullptr) {
+    const cudaError_t error = cudaFree(scratch_);
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    if (error != cudaSuccess) return CudaFailure("cudaFree of the compute scratch", error);
+  }
   COLIBRI_ASSIGN_OR_RETURN(scratch_, detail::DeviceMalloc(device_, want, "compute scratch"));
   scratch_bytes_ = want;
   return Status::Ok();

@@ -22,6 +22,14 @@ inline Status CudaFailure(const std::string& what, cudaError_t error) {
   return Status::Internal("CUDA " + what + ": " + CudaErrorText(error));
 }
 
+// Clears the thread's pending error when it is cudaErrorNotReady, the answer
+// cudaEventQuery/cudaStreamQuery give for work still in flight (not a
+// failure), so that it is not later read as some other call's error. Any
+// other pending error is left for its owner.
+inline void ConsumeNotReady() {
+  if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();
+}
+
 // Makes `device` current on the calling thread.
 inline Status UseDevice(int device) {
   const cudaError_t error = cudaSetDevice(device);

@@ -3,7 +3,6 @@
 #include "colibri/cuda/cuda_transfer.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -12,6 +11,7 @@
 
 #include "colibri/cuda/device.h"
 #include "cuda_status.h"
+#include "nvml.h"
 
 namespace colibri::cuda {
 namespace {
@@ -40,42 +40,6 @@ bool RangesOverlap(const std::byte* a, uint64_t a_bytes, const std::byte* b, uin
   return ua < ub + b_bytes && ub < ua + a_bytes;
 }
 
-// NVML indices of the GPUs with MIG mode enabled; empty when there are none
-// or NVML is unavailable. NVML is loaded at run time, as device.cc does.
-std::vector<unsigned> MigEnabledGpus() {
-  using NvmlDevice = struct NvmlDeviceOpaque*;
-  using InitFn = int (*)();
-  using ShutdownFn = int (*)();
-  using CountFn = int (*)(unsigned*);
-  using HandleByIndexFn = int (*)(unsigned, NvmlDevice*);
-  using MigModeFn = int (*)(NvmlDevice, unsigned*, unsigned*);
-  constexpr int kNvmlSuccess = 0;
-  std::vector<unsigned> gpus;
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return gpus;
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
-  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "nvmlShutdown"));
-  auto count_fn = reinterpret_cast<CountFn>(dlsym(lib, "nvmlDeviceGetCount_v2"));
-  auto by_index = reinterpret_cast<HandleByIndexFn>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
-  auto mig_mode = reinterpret_cast<MigModeFn>(dlsym(lib, "nvmlDeviceGetMigMode"));
-  if (init != nullptr && shutdown != nullptr && count_fn != nullptr && by_index != nullptr && mig_mode != nullptr &&
-      init() == kNvmlSuccess) {
-    unsigned count = 0;
-    if (count_fn(&count) != kNvmlSuccess) count = 0;
-    for (unsigned i = 0; i < count; ++i) {
-      NvmlDevice gpu = nullptr;
-      unsigned current = 0;
-      unsigned pending = 0;
-      if (by_index(i, &gpu) == kNvmlSuccess && mig_mode(gpu, &current, &pending) == kNvmlSuccess && current != 0) {
-        gpus.push_back(i);
-      }
-    }
-    shutdown();
-  }
-  dlclose(lib);
-  return gpus;
-}
-
 constexpr const char* kMigHint =
     "create a GPU and compute instance (nvidia-smi mig) and select it with CUDA_VISIBLE_DEVICES=MIG-<uuid>";
 
@@ -84,7 +48,7 @@ constexpr const char* kMigHint =
 Result<DeviceInfo> ProbeUsableDevice(int device) {
   Result<DeviceInfo> info = ProbeCudaDevice(device);
   if (info.ok() || info.status().code() != StatusCode::kNotFound) return info;
-  const std::vector<unsigned> mig_gpus = MigEnabledGpus();
+  const std::vector<unsigned> mig_gpus = detail::NvmlMigEnabledGpus();
   if (mig_gpus.empty()) return info;
   return Status::Unsupported(info.status().message() + "; GPU " + std::to_string(mig_gpus[0]) +
                              " (NVML index) has MIG enabled and no MIG instance is visible to this process: " +
@@ -170,8 +134,10 @@ Status CudaTransfer::MakeStreams(uint32_t copy_streams) {
 }
 
 CudaTransfer::~CudaTransfer() {
+  // A destructor cannot report: the waits' errors (a copy that failed was
+  // already reported, or never will be: its owner is gone) are cleared below.
   cudaSetDevice(device_);
-  for (void* stream : streams_) cudaStreamSynchronize(AsStream(stream));  // the copies in flight
+  for (void* stream : streams_) (void)cudaStreamSynchronize(AsStream(stream));  // the copies in flight
   for (const Pending& p : pending_) {
     if (p.event != nullptr) cudaEventDestroy(AsEvent(p.event));
   }
@@ -180,43 +146,35 @@ CudaTransfer::~CudaTransfer() {
   cudaGetLastError();
 }
 
+// Both pools over-allocate and align up (SlabPool::AllocateAligned): the
+// runtime promises 256 bytes for cudaMalloc, which small allocations may not
+// exceed, and no page for cudaHostAlloc, while slots are 4 KiB multiples.
 Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateDevicePool(uint64_t budget_bytes, uint64_t slot_bytes) {
-  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots,
-                           engine::SlabPool::SlotsFor(budget_bytes, slot_bytes, engine::kPoolAlignmentBytes));
-  if (slots == 0) return engine::SlabPool::Wrap(nullptr, 0, slot_bytes, engine::kPoolAlignmentBytes, {});
-  const uint64_t bytes = slots * slot_bytes;
-  COLIBRI_RETURN_IF_ERROR(UseDevice(device_));
-  COLIBRI_ASSIGN_OR_RETURN(void* const memory, detail::DeviceMalloc(device_, bytes, "an L1 pool"));
-  auto* base = static_cast<std::byte*>(memory);
-  pools_->push_back(DeviceRange{base, bytes});
   const int device = device_;
   std::shared_ptr<std::vector<DeviceRange>> pools = pools_;
-  auto release = [device, pools](std::byte* p) {
-    std::erase_if(*pools, [p](const DeviceRange& r) { return r.base == p; });
+  auto allocate = [device, pools](uint64_t bytes) -> Result<std::byte*> {
+    COLIBRI_RETURN_IF_ERROR(UseDevice(device));
+    COLIBRI_ASSIGN_OR_RETURN(void* const memory, detail::DeviceMalloc(device, bytes, "an L1 pool"));
+    auto* const allocation = static_cast<std::byte*>(memory);
+    pools->push_back(DeviceRange{allocation, bytes});  // the whole allocation is this transfer's
+    return allocation;
+  };
+  auto release = [device, pools](std::byte* allocation) {
+    std::erase_if(*pools, [allocation](const DeviceRange& r) { return r.base == allocation; });
     cudaSetDevice(device);
-    cudaFree(p);  // waits for the device to be idle first
+    cudaFree(allocation);  // waits for the device to be idle first; cannot report from a destructor
     cudaGetLastError();
   };
-  auto pool = engine::SlabPool::Wrap(base, bytes, slot_bytes, engine::kPoolAlignmentBytes, release);
-  if (!pool.ok()) release(base);
-  return pool;
+  return engine::SlabPool::AllocateAligned(budget_bytes, slot_bytes, engine::kPoolAlignmentBytes, allocate, release);
 }
 
 Result<std::unique_ptr<engine::SlabPool>> CudaTransfer::CreateHostPool(uint64_t budget_bytes, uint64_t slot_bytes) {
-  COLIBRI_ASSIGN_OR_RETURN(const uint64_t slots,
-                           engine::SlabPool::SlotsFor(budget_bytes, slot_bytes, engine::kPoolAlignmentBytes));
-  if (slots == 0) return engine::SlabPool::Wrap(nullptr, 0, slot_bytes, engine::kPoolAlignmentBytes, {});
-  // cudaHostAlloc promises no page alignment (O_DIRECT reads need it): over-allocate and align up.
-  const uint64_t bytes = slots * slot_bytes;
-  COLIBRI_ASSIGN_OR_RETURN(PinnedBuffer buffer, AllocatePinnedHost(bytes + engine::kPoolAlignmentBytes));
-  std::byte* const allocation = std::exchange(buffer.data_, nullptr);
-  const auto address = reinterpret_cast<uintptr_t>(allocation);
-  std::byte* const base = allocation + (engine::kPoolAlignmentBytes - address % engine::kPoolAlignmentBytes) %
-                                           engine::kPoolAlignmentBytes;
-  auto release = [allocation](std::byte*) { cudaFreeHost(allocation); };
-  auto pool = engine::SlabPool::Wrap(base, bytes, slot_bytes, engine::kPoolAlignmentBytes, release);
-  if (!pool.ok()) release(base);
-  return pool;
+  auto allocate = [this](uint64_t bytes) -> Result<std::byte*> {
+    COLIBRI_ASSIGN_OR_RETURN(PinnedBuffer buffer, AllocatePinnedHost(bytes));
+    return std::exchange(buffer.data_, nullptr);  // the pool owns it now
+  };
+  auto release = [](std::byte* allocation) { cudaFreeHost(allocation); };
+  return engine::SlabPool::AllocateAligned(budget_bytes, slot_bytes, engine::kPoolAlignmentBytes, allocate, release);
 }
 
 Result<std::byte*> CudaTransfer::DeviceAddress(const std::byte* address, uint64_t bytes) const {
@@ -290,7 +248,10 @@ size_t CudaTransfer::HandOverCompleted(std::vector<engine::TransferCompletion>* 
   for (Pending& p : pending_) {
     if (p.event == nullptr) continue;
     const cudaError_t error = cudaEventQuery(AsEvent(p.event));
-    if (error == cudaErrorNotReady) continue;
+    if (error == cudaErrorNotReady) {
+      detail::ConsumeNotReady();  // still in flight: not an error, and not to be read as one later
+      continue;
+    }
     if (error == cudaSuccess) {
       ReleaseEvent(p.event);
     } else {

@@ -3,52 +3,21 @@
 #include "colibri/cuda/device.h"
 
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "cuda_status.h"
 #include "kernels.h"
+#include "nvml.h"
 
 namespace colibri::cuda {
 namespace {
 
 using detail::CudaErrorText;
 using detail::CudaFailure;
-
-// Reads the MIG mode of the physical GPU at `pci_bus_id` through NVML, which
-// is loaded at run time so that neither building nor running needs it.
-std::optional<bool> QueryMigMode(const std::string& pci_bus_id) {
-  using NvmlDevice = struct NvmlDeviceOpaque*;
-  using InitFn = int (*)();
-  using ShutdownFn = int (*)();
-  using HandleByPciFn = int (*)(const char*, NvmlDevice*);
-  using MigModeFn = int (*)(NvmlDevice, unsigned int*, unsigned int*);
-  constexpr int kNvmlSuccess = 0;
-
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) return std::nullopt;
-  auto init = reinterpret_cast<InitFn>(dlsym(lib, "nvmlInit_v2"));
-  auto shutdown = reinterpret_cast<ShutdownFn>(dlsym(lib, "nvmlShutdown"));
-  auto by_pci = reinterpret_cast<HandleByPciFn>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-  auto mig_mode = reinterpret_cast<MigModeFn>(dlsym(lib, "nvmlDeviceGetMigMode"));
-  std::optional<bool> result;
-  if (init != nullptr && shutdown != nullptr && by_pci != nullptr && mig_mode != nullptr &&
-      init() == kNvmlSuccess) {
-    NvmlDevice device = nullptr;
-    unsigned int current = 0;
-    unsigned int pending = 0;
-    if (by_pci(pci_bus_id.c_str(), &device) == kNvmlSuccess &&
-        mig_mode(device, &current, &pending) == kNvmlSuccess) {
-      result = current != 0;
-    }
-    // Any other answer (e.g. NVML_ERROR_NOT_SUPPORTED on GPUs without MIG) leaves it unknown.
-    shutdown();
-  }
-  dlclose(lib);
-  return result;
-}
 
 // Device memory freed on scope exit.
 class DeviceBuffer {
@@ -74,14 +43,49 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
 };
 
+// "CUDA 12.8" for a version number such as 12080.
+std::string CudaVersionText(int version) {
+  return "CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
 }  // namespace
+
+Status DeviceCountFailure(int cuda_error, int driver_version, int runtime_version,
+                          const std::optional<std::string>& kernel_driver) {
+  const auto error = static_cast<cudaError_t>(cuda_error);
+  const std::string versions = "the installed NVIDIA driver" + (kernel_driver ? " " + *kernel_driver : std::string()) +
+                               " supports up to " + CudaVersionText(driver_version) +
+                               ", this binary's CUDA runtime (linked statically) is " +
+                               CudaVersionText(runtime_version);
+  if (error == cudaErrorInsufficientDriver) {
+    // No driver at all reads as version 0: a machine without a GPU.
+    if (driver_version == 0) {
+      return Status::NotFound("no CUDA device: no NVIDIA driver is loaded (" + CudaErrorText(error) + ")");
+    }
+    return Status::Unsupported("CUDA driver too old: " + versions + "; install a driver that supports " +
+                               CudaVersionText(runtime_version) + " (" + CudaErrorText(error) + ")");
+  }
+  if (error == cudaErrorSystemDriverMismatch || error == cudaErrorCompatNotSupportedOnDevice) {
+    return Status::Unsupported("CUDA driver mismatch: " + versions + " (" + CudaErrorText(error) + ")");
+  }
+  if (error == cudaErrorNoDevice) return Status::NotFound("no CUDA device: " + CudaErrorText(error));
+  return Status::Internal("CUDA cannot count its devices: " + CudaErrorText(error));
+}
 
 Result<int> CudaDeviceCount() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    return Status::NotFound("no CUDA device: " + CudaErrorText(error));
+    int driver = 0;
+    int runtime = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+    if (cudaRuntimeGetVersion(&runtime) != cudaSuccess) runtime = 0;
+    cudaGetLastError();
+    // NVML only when a driver is there to ask (it is what a bad driver's message needs).
+    const std::optional<std::string> kernel_driver =
+        driver != 0 ? detail::NvmlDriverVersion() : std::optional<std::string>();
+    return DeviceCountFailure(error, driver, runtime, kernel_driver);
   }
   if (count <= 0) return Status::NotFound("no CUDA device: the driver reports 0 devices");
   return count;
@@ -107,7 +111,7 @@ Result<DeviceInfo> ProbeCudaDevice(int ordinal) {
   error = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), ordinal);
   if (error != cudaSuccess) return CudaFailure("cudaDeviceGetPCIBusId", error);
   info.pci_bus_id = bus_id;
-  info.mig_enabled = QueryMigMode(info.pci_bus_id);
+  info.mig_enabled = detail::NvmlMigMode(info.pci_bus_id);
   return info;
 }
 

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "expert_kernels.h"
+#include "kernel_launch.h"
 
 namespace colibri::cuda::detail {
 namespace {
@@ -197,26 +198,21 @@ bool Usable(const DeviceMatrix& m) {
 
 // Calls `launch` with the weight type as a compile-time constant
 // (std::integral_constant), so each kernel is instantiated per type; the
-// launch error, or cudaErrorInvalidValue for an unknown type.
+// launch's own status (LaunchKernel), or cudaErrorInvalidValue for an
+// unknown type.
 template <typename Launch>
 cudaError_t LaunchForType(WeightType type, Launch&& launch) {
   switch (type) {
     case WeightType::kFp32:
-      launch(std::integral_constant<WeightType, WeightType::kFp32>{});
-      break;
+      return launch(std::integral_constant<WeightType, WeightType::kFp32>{});
     case WeightType::kBf16:
-      launch(std::integral_constant<WeightType, WeightType::kBf16>{});
-      break;
+      return launch(std::integral_constant<WeightType, WeightType::kBf16>{});
     case WeightType::kFp16:
-      launch(std::integral_constant<WeightType, WeightType::kFp16>{});
-      break;
+      return launch(std::integral_constant<WeightType, WeightType::kFp16>{});
     case WeightType::kInt8:
-      launch(std::integral_constant<WeightType, WeightType::kInt8>{});
-      break;
-    default:
-      return cudaErrorInvalidValue;
+      return launch(std::integral_constant<WeightType, WeightType::kInt8>{});
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -230,7 +226,7 @@ cudaError_t LaunchGateUpSilu(const DeviceMatrix& gate, const DeviceMatrix& up, c
   }
   const dim3 grid = GridFor(gate.rows, tokens);
   return LaunchForType(gate.type, [&](auto type) {
-    GateUpSiluKernel<decltype(type)::value><<<grid, kThreads, 0, stream>>>(gate, up, x, tokens, h);
+    return LaunchKernel(grid, dim3(kThreads), stream, GateUpSiluKernel<decltype(type)::value>, gate, up, x, tokens, h);
   });
 }
 
@@ -240,7 +236,7 @@ cudaError_t LaunchDotRows(const DeviceMatrix& m, const float* x, size_t tokens, 
   if (!Usable(m) || x == nullptr || out == nullptr) return cudaErrorInvalidValue;
   const dim3 grid = GridFor(m.rows, tokens);
   return LaunchForType(m.type, [&](auto type) {
-    DotRowsKernel<decltype(type)::value><<<grid, kThreads, 0, stream>>>(m, x, tokens, bias, out);
+    return LaunchKernel(grid, dim3(kThreads), stream, DotRowsKernel<decltype(type)::value>, m, x, tokens, bias, out);
   });
 }
 

@@ -2,6 +2,7 @@
 // only translation unit nvcc compiles.
 #include <algorithm>
 
+#include "kernel_launch.h"
 #include "kernels.h"
 
 namespace colibri::cuda::detail {
@@ -21,8 +22,7 @@ cudaError_t LaunchScaleAdd(const float* x, float a, float* y, size_t n, cudaStre
   constexpr unsigned kThreads = 256;
   constexpr size_t kMaxBlocks = 1 << 16;  // the grid-stride loop covers the rest
   const auto blocks = static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
-  ScaleAddKernel<<<blocks, kThreads, 0, stream>>>(x, a, y, n);
-  return cudaGetLastError();
+  return LaunchKernel(dim3(blocks), dim3(kThreads), stream, ScaleAddKernel, x, a, y, n);
 }
 
 }  // namespace colibri::cuda::detail

@@ -44,6 +44,17 @@ class SlabPool {
   // caller keeps the memory. A budget of 0 makes an empty pool.
   static Result<std::unique_ptr<SlabPool>> Wrap(std::byte* base, uint64_t budget_bytes, uint64_t slot_bytes,
                                                 uint64_t alignment_bytes, std::function<void(std::byte*)> release);
+  // Memory from `allocate`, which may return any alignment (cudaMalloc
+  // promises 256 bytes, cudaHostAlloc no page): it is asked for
+  // slots x slot_bytes + alignment_bytes - 1 bytes and the base is aligned up
+  // within that. `release` gets the pointer `allocate` returned, once: on
+  // destruction, or at once when carving the slots fails. Errors: SlotsFor's
+  // (nothing allocated), an overflowing size, allocate's own (returned as
+  // they are), a null allocation. A budget of 0 calls neither.
+  using RawAllocator = std::function<Result<std::byte*>(uint64_t bytes)>;
+  static Result<std::unique_ptr<SlabPool>> AllocateAligned(uint64_t budget_bytes, uint64_t slot_bytes,
+                                                           uint64_t alignment_bytes, const RawAllocator& allocate,
+                                                           std::function<void(std::byte*)> release);
   // The number of slots Create, CreateReserved and Wrap make for a budget
   // (errors as theirs), for callers that allocate the memory to Wrap.
   static Result<uint64_t> SlotsFor(uint64_t budget_bytes, uint64_t slot_bytes, uint64_t alignment_bytes);

@@ -12,10 +12,10 @@
 //   bandwidth the compute profile records.
 // - CublasFfnReference: the gate, up and down GEMMs of a SwiGLU expert with
 //   cublasGemmEx on device-resident data, timed with cudaEvents. cuBLAS is
-//   NOT a link dependency: it is loaded with dlopen("libcublas.so.13") (then
-//   "libcublas.so") when the reference is made, so binaries start (and every
-//   other measurement works) on machines without it; available() says
-//   whether it was found, and why not.
+//   NOT a link dependency: it is loaded with dlopen when the reference is
+//   made (LoadCublas: where a lent GPU machine may keep it), so binaries
+//   start (and every other measurement works) on machines without it;
+//   available() says whether it was found, where, and why not.
 //
 // Errors are Status values: those of OpenCudaDevice (kNotFound "no CUDA
 // device: <why>" without a device or driver), kInvalidArgument for bad
@@ -56,6 +56,29 @@ struct BenchDeviceInfo {
   std::optional<uint32_t> pcie_current_lanes;
 };
 
+// cuBLAS opened with dlopen (RTLD_LOCAL). Move-only; closes it on destruction.
+struct CublasLibrary {
+  void* handle = nullptr;          // null when not found
+  std::string path;                // what was opened (a path, or a name the loader resolved)
+  std::vector<std::string> tried;  // every place looked at, in order, with why it failed
+  CublasLibrary() = default;
+  CublasLibrary(CublasLibrary&& other) noexcept;
+  CublasLibrary& operator=(CublasLibrary&& other) noexcept;
+  CublasLibrary(const CublasLibrary&) = delete;
+  CublasLibrary& operator=(const CublasLibrary&) = delete;
+  ~CublasLibrary();
+};
+
+// Looks for cuBLAS, first found wins: $COLIBRI_CUBLAS (a file path); the
+// loader's own search (libcublas.so.13, then libcublas.so: LD_LIBRARY_PATH,
+// the ld.so cache); /usr/local/cuda*/lib64 and
+// /usr/local/cuda*/targets/x86_64-linux/lib; pip wheels' nvidia/*/lib
+// folders (nvidia-cublas, cuda-toolkit) under $VIRTUAL_ENV, /opt/*/.venv,
+// /opt/*/venv, /usr/local/lib/python3*, /usr/lib/python3* and
+// ~/.local/lib/python3*. Needs no device. Never an error: `handle` null and
+// `tried` say why.
+CublasLibrary LoadCublas();
+
 // Opens device `device` (OpenCudaDevice) and describes it.
 Result<BenchDeviceInfo> ProbeBenchDevice(int device);
 
@@ -72,7 +95,9 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  // Synchronously copies `bytes` of host memory to [offset, offset + bytes).
+  // Copies `bytes` of host memory to [offset, offset + bytes) and waits for
+  // the whole device (cudaDeviceSynchronize), so work on any stream,
+  // non-blocking ones included, sees the bytes once this returns.
   Status Upload(uint64_t offset, const void* host, uint64_t bytes);
   // Sets every byte to `value` (cudaMemset, synchronous).
   Status Fill(uint8_t value);
@@ -141,7 +166,8 @@ class CublasFfnReference {
   CublasFfnReference& operator=(const CublasFfnReference&) = delete;
 
   bool available() const { return handle_ != nullptr; }
-  // The library loaded ("libcublas.so.13"), or why none was (dlerror).
+  // The library loaded (its path, or the name the loader resolved), or
+  // empty; unavailable_reason() then lists every place tried (LoadCublas).
   const std::string& library() const { return library_; }
   const std::string& unavailable_reason() const { return unavailable_reason_; }
   int version() const { return version_; }  // cublasGetVersion, 0 when unknown
@@ -162,7 +188,7 @@ class CublasFfnReference {
   explicit CublasFfnReference(int device);
   struct Api;  // the cuBLAS entry points, resolved with dlsym
   int device_;
-  void* library_handle_ = nullptr;  // dlopen
+  CublasLibrary cublas_;
   std::unique_ptr<Api> api_;
   void* handle_ = nullptr;          // cublasHandle_t
   void* stream_ = nullptr;          // cudaStream_t

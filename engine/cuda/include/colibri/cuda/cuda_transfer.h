@@ -13,13 +13,14 @@
 // its copy is handed over; a pageable source is staged by CUDA before Copy()
 // returns (slower, and Copy() blocks meanwhile).
 //
-// The L1 pool (CreateDevicePool) is ONE cudaMalloc of the whole budget,
-// carved into slots (SlabPool::Wrap): slot addresses are device addresses,
+// The L1 pool (CreateDevicePool) is ONE cudaMalloc of the whole budget (plus
+// up to 4 KiB to align the base up: cudaMalloc promises only 256 bytes),
+// carved into slots (SlabPool::AllocateAligned): slot addresses are device addresses,
 // to be handed to CudaCompute as they are; touching them on the host faults,
 // as it should. The pool frees its device memory when destroyed (it may
 // outlive the transfer). The host pools (CreateHostPool: the engine's L2 and
 // staging slots, where NVMe reads land and copies start) are pinned memory
-// from cudaHostAlloc, page-aligned, so copies from them are asynchronous DMA
+// from cudaHostAlloc, aligned up to a page the same way, so copies from them are asynchronous DMA
 // and O_DIRECT reads can land in them.
 //
 // Errors are Status values, never crashes: kNotFound "no CUDA device: <why>"

@@ -4,7 +4,8 @@
 // linked statically, so a binary using this library needs neither
 // libcudart.so nor a GPU to start: without a driver or device, every call
 // returns a Status saying so. Thread-safety: the functions share no state of
-// their own; they use the calling thread's current CUDA device.
+// their own but NVML's (loaded once per process, behind a mutex); they use
+// the calling thread's current CUDA device.
 #pragma once
 
 #include <cstddef>
@@ -29,12 +30,24 @@ struct DeviceInfo {
   std::optional<bool> mig_enabled;
 };
 
-// Number of CUDA devices visible to this process, or "no CUDA device: <why>"
-// (kNotFound) when there is none or no usable driver.
+// Number of CUDA devices visible to this process. Errors: kNotFound "no CUDA
+// device: <why>" when the driver reports none or no NVIDIA driver is loaded
+// (a machine without a GPU); kUnsupported "CUDA driver too old: ..." (or
+// "CUDA driver mismatch: ...") naming the driver's and this runtime's CUDA
+// versions when a driver is there but cannot serve this binary (the static
+// CUDA 13 runtime needs a recent driver); kInternal for any other failure.
 Result<int> CudaDeviceCount();
 
-// Describes device `ordinal`. kNotFound "no CUDA device: <why>" without a
-// device or driver; kInvalidArgument when `ordinal` is out of range.
+// The Status CudaDeviceCount returns when cudaGetDeviceCount failed with
+// `cuda_error` (a cudaError_t), given cudaDriverGetVersion's and
+// cudaRuntimeGetVersion's answers (e.g. 12080, 13000; 0 when unknown) and
+// NVML's driver version: exposed so the classification is tested without a
+// driver.
+Status DeviceCountFailure(int cuda_error, int driver_version, int runtime_version,
+                          const std::optional<std::string>& kernel_driver);
+
+// Describes device `ordinal`. Errors: CudaDeviceCount's; kInvalidArgument
+// when `ordinal` is out of range.
 Result<DeviceInfo> ProbeCudaDevice(int ordinal);
 
 // y[i] += a * x[i] for i < n, computed on the current device. `x` and `y` are
