@@ -203,6 +203,10 @@ class MoeEngine::Batch {
     COLIBRI_RETURN_IF_ERROR(FormUnion());
     report->distinct_experts = static_cast<uint32_t>(works_.size());
     LookUp(report);
+    if (const HostWorkModel* model = e_.backends_.host_work; model != nullptr) {
+      EventLoop& loop = *e_.backends_.loop;
+      loop.WaitUntil(loop.Now() + model->SchedulingNs(routing_.tokens, k_, report->distinct_experts, report->nvme_reads));
+    }
     Status status = Dispatch();
     report->step_ns.scheduling = clock.Now() - start;
     if (status.ok()) status = ComputeAll();
@@ -212,6 +216,10 @@ class MoeEngine::Batch {
     }
     const TimeNs aggregate_start = clock.Now();
     if (e_.moves_data_) Aggregate();
+    if (const HostWorkModel* model = e_.backends_.host_work; model != nullptr) {
+      EventLoop& loop = *e_.backends_.loop;
+      loop.WaitUntil(loop.Now() + model->AggregationNs(routing_.tokens, k_, e_.model_.layout.hidden));
+    }
     const TimeNs end = clock.Now();
     report->step_ns.aggregation = end - aggregate_start;
     report->step_ns.nvme_read = last_read_done_ > first_read_submit_ ? last_read_done_ - first_read_submit_ : 0;
@@ -579,6 +587,9 @@ class MoeEngine::Batch {
   Status ComputeOne(Work& w) {
     const size_t n = w.end - w.first;
     if (e_.moves_data_) Gather(w);
+    if (const HostWorkModel* model = e_.backends_.host_work; model != nullptr) {
+      e_.backends_.loop->WaitUntil(e_.backends_.loop->Now() + model->GatherNs(n, e_.model_.layout.hidden));
+    }
     COLIBRI_ASSIGN_OR_RETURN(const std::byte* block, ComputeBlock(w));  // a copy here counts as host_to_device
     const TimeNs start = e_.backends_.loop->Now();
     float* x = e_.moves_data_ ? e_.x_buffer_.data() : nullptr;
@@ -894,7 +905,16 @@ Status MoeEngine::Execute(uint32_t layer_index, const float* hidden, const Layer
                           LayerBatchReport* report) {
   LayerBatchReport local;
   LayerBatchReport& r = report != nullptr ? *report : local;
+  // A given routing costs nothing here unless a host-work model charges what computing it would have.
+  TimeNs routing_ns = 0;
+  if (backends_.host_work != nullptr) {
+    routing_ns = backends_.host_work->RoutingNs(routing.tokens, model_.experts, model_.layout.hidden,
+                                                /*gate_charged=*/false);
+    backends_.loop->WaitUntil(backends_.loop->Now() + routing_ns);
+  }
   COLIBRI_RETURN_IF_ERROR(Run(layer_index, hidden, routing, out, &r));
+  r.step_ns.routing = routing_ns;
+  r.step_ns.total += routing_ns;
   if (backends_.observer != nullptr) backends_.observer->OnLayerBatch(r);
   return Status::Ok();
 }
@@ -982,6 +1002,11 @@ Status MoeEngine::RouteAndRun(uint32_t layer_index, const RouterInput& input, Ti
   Result<CapacityCounts> capacity = router.ApplyCapacity(input, CapacityFor(tokens), options_.routing.capacity_overflow,
                                                          kept_ids_.data(), kept_weights_.data());
   if (!capacity.ok()) return capacity.status().WithPrefix(where());
+  if (backends_.host_work != nullptr) {  // scoring and top-k; the gate GEMV kept its own time
+    backends_.loop->WaitUntil(backends_.loop->Now() +
+                              backends_.host_work->RoutingNs(tokens, model_.experts, model_.layout.hidden,
+                                                             /*gate_charged=*/true));
+  }
   const TimeNs routing_ns = backends_.loop->Now() - start;
   if (backends_.observer != nullptr) {
     backends_.observer->OnRouting(RoutingDecision{layer_index, tokens, k, model_.experts, model_.layout.hidden,

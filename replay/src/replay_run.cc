@@ -19,6 +19,8 @@
 #include "colibri/engine/model.h"
 #include "colibri/sim/event_log.h"
 #include "colibri/sim/sim_compute.h"
+#include "colibri/sim/sim_host_work.h"
+#include "colibri/sim/machine_identity.h"
 #include "colibri/sim/sim_event_loop.h"
 #include "colibri/sim/sim_storage.h"
 #include "colibri/sim/sim_transfer.h"
@@ -38,6 +40,7 @@ struct Rig {
   std::unique_ptr<engine::TransferBackend> transfer;
   std::unique_ptr<engine::ComputeBackend> compute;
   sim::SimCompute* sim_compute = nullptr;  // when compute is modelled
+  std::unique_ptr<sim::SimHostWork> host_work;  // when modelled and the machine has measured host work
   std::unique_ptr<engine::MoeEngine> engine;
   std::string modelled_layout;
 };
@@ -153,7 +156,8 @@ Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
   }
   if (c.compute == "sim") {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimCompute> compute,
-                             sim::MakeSimCompute(c.machine.compute, sim::SimComputeOptions{rig->loop.get(), &rig->log}));
+                             sim::MakeSimCompute(c.machine.compute,
+                                                 sim::SimComputeOptions{rig->loop.get(), &rig->log, c.threads}));
     rig->sim_compute = compute.get();
     rig->compute = std::move(compute);
   } else {
@@ -227,8 +231,12 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   COLIBRI_ASSIGN_OR_RETURN(options.prefetch, ReplayPrefetch(c, shape));
   COLIBRI_ASSIGN_OR_RETURN(options.pinned, LearnHotSet(c.policy == "pinned", c.pin_from, c.pin_bytes, model.moe_layers,
                                                        model.experts));
+  // The engine's own work takes modelled time only on a fully modelled machine that measured it.
+  if (simulated && c.machine.machine.host_work.present) {
+    COLIBRI_ASSIGN_OR_RETURN(rig->host_work, sim::SimHostWork::Make(c.machine.machine.host_work, rig->sim_compute));
+  }
   const engine::EngineBackends backends{rig->loop.get(), rig->storage.get(), rig->transfer.get(), rig->compute.get(),
-                                        nullptr};
+                                        nullptr, rig->host_work.get()};
   COLIBRI_ASSIGN_OR_RETURN(rig->engine, engine::MoeEngine::Create(std::move(model), options, backends));
   (void)rig->storage->RegisterBuffers(rig->engine->read_buffer_regions());  // unregistered reads still work
   return rig;
@@ -494,6 +502,12 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
   out.modelled_layout = rig->modelled_layout;
   out.warnings = rig->engine->SizingWarnings();
+  // A measured profile describes the machine it was measured on (sim/machine_identity.h).
+  if (const std::string elsewhere = sim::IdentityMismatch(c.machine.machine.identity, sim::ThisMachineIdentity());
+      !elsewhere.empty() && out.simulated) {
+    out.warnings.push_back("machine profile '" + c.machine.machine.name +
+                           "' was measured on another machine: " + elsewhere);
+  }
   out.open_loop = c.pacing == Pacing::kOpen;
   COLIBRI_RETURN_IF_ERROR(rig->engine->PreloadPinned());  // start-up, before the run's clock starts
   out.preload_bytes = rig->engine->preloaded_bytes();

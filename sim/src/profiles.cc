@@ -9,6 +9,9 @@
 #include <span>
 #include <sstream>
 
+#include "profile_reader.h"
+#include "profile_tables.h"
+
 namespace colibri::sim {
 
 // Defined in the build tree's embedded_profiles.cc (sim/cmake/embed_profiles.cmake):
@@ -20,37 +23,20 @@ extern const std::size_t kEmbeddedProfileCount;
 
 namespace {
 
-using Json = nlohmann::json;
-using Fields = std::span<const std::string_view>;
+using namespace profile_internal;  // NOLINT: the shared reader
 
-constexpr std::string_view kFigureFields[] = {"value", "basis", "source", "note"};
 constexpr std::string_view kNvmeFields[] = {"kind", "id", "name", "channels", "queue_depth",
                                             "per_op_ns", "channel_read_bytes_per_s", "read_bytes_per_s",
-                                            "read_latency_p50_ns", "read_latency_p99_ns"};
+                                            "read_latency_p50_ns", "read_latency_p99_ns", "read_grid"};
 constexpr std::string_view kPcieFields[] = {"kind", "id", "name", "generation", "lanes", "pinned_bytes_per_s",
                                             "pageable_bytes_per_s", "per_copy_ns", "copy_engines"};
 constexpr std::string_view kComputeFields[] = {"kind", "id", "name", "compute_kind", "peak_flops_per_s",
-                                               "memory_bytes_per_s", "launch_ns", "memory_bytes"};
+                                               "memory_bytes_per_s", "launch_ns", "memory_bytes",
+                                               "ffn_table", "gate_table"};
 constexpr std::string_view kDtypes[] = {"fp32", "bf16", "fp16", "int8"};
-constexpr std::string_view kMachineFields[] = {"kind", "name", "description", "nvme", "pcie", "compute"};
+constexpr std::string_view kMachineFields[] = {"kind", "name", "description", "nvme", "pcie",
+                                               "compute", "host_work", "identity"};
 constexpr uint32_t kMaxPcieGeneration = 7;
-
-std::string Join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
-std::string Join(Fields items) {
-  return Join(std::vector<std::string>(items.begin(), items.end()));
-}
-
-// A short rendering of a JSON value for messages.
-std::string Describe(const Json& value) {
-  std::string text = value.dump();
-  if (text.size() > 40) text = text.substr(0, 37) + "...";
-  return std::string(value.type_name()) + " " + text;
-}
 
 // Records the message of the first syntax error; everything else is accepted.
 class ErrorLocator final : public nlohmann::json_sax<Json> {
@@ -88,146 +74,6 @@ Result<Json> ParseObject(std::string_view text, const std::string& origin) {
   return doc;
 }
 
-// Bounds of an integer field.
-struct Range {
-  uint64_t min = 0;
-  uint64_t max = std::numeric_limits<uint64_t>::max();
-  const char* why = nullptr;  // appended to the message, e.g. "generation 0 is no link"
-
-  static Range Positive() { return {1}; }
-  static Range NonNegative() { return {0}; }
-  static Range Zero(const char* why) { return {0, 0, why}; }
-
-  std::string Expected() const {
-    std::string text;
-    if (min == max) {
-      text = "expected " + std::to_string(min);
-    } else if (max < uint64_t{std::numeric_limits<uint32_t>::max()}) {
-      text = "expected an integer from " + std::to_string(min) + " to " + std::to_string(max);
-    } else {
-      text = min == 0 ? "expected a non-negative integer"
-             : min == 1 ? "expected a positive integer"
-                        : "expected an integer >= " + std::to_string(min);
-      if (max == std::numeric_limits<uint32_t>::max()) text += " below 2^32";
-    }
-    return why == nullptr ? text : text + " (" + why + ")";
-  }
-};
-
-// Reads the fields of one profile file, keeping each figure's provenance.
-class Reader {
- public:
-  explicit Reader(const std::string& origin) : origin_(origin) {}
-
-  Status Error(const std::string& field, const std::string& expected, const Json* got = nullptr) const {
-    return Status::InvalidArgument(origin_ + ": field " + field + ": " + expected +
-                                   (got == nullptr ? "" : ", got " + Describe(*got)));
-  }
-
-  // Every key of `object` must be in `allowed`; `prefix` names the object ("" at the top).
-  Status CheckFields(const Json& object, Fields allowed, const std::string& prefix) const {
-    for (const auto& item : object.items()) {
-      if (std::find(allowed.begin(), allowed.end(), item.key()) != allowed.end()) continue;
-      return Status::InvalidArgument(origin_ + ": unknown field " + prefix + item.key() + " (expected: " +
-                                     Join(allowed) + ")");
-    }
-    return Status::Ok();
-  }
-
-  Result<const Json*> Find(const Json& object, const std::string& prefix, const std::string& key) const {
-    auto it = object.find(key);
-    if (it == object.end()) return Status::InvalidArgument(origin_ + ": missing field " + prefix + key);
-    return &*it;
-  }
-
-  // A string field; `nonempty` rejects "".
-  Result<std::string> String(const Json& object, const std::string& prefix, const std::string& key,
-                             bool nonempty = true) const {
-    COLIBRI_ASSIGN_OR_RETURN(const Json* value, Find(object, prefix, key));
-    if (!value->is_string() || (nonempty && value->get_ref<const std::string&>().empty())) {
-      return Error(prefix + key, nonempty ? "expected a non-empty string" : "expected a string", value);
-    }
-    return value->get<std::string>();
-  }
-
-  // An id or machine name: lowercase letters, digits, '.', '_' and '-'.
-  Result<std::string> Id(const Json& object, const std::string& key) const {
-    COLIBRI_ASSIGN_OR_RETURN(std::string id, String(object, "", key));
-    const bool ok = std::all_of(id.begin(), id.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    });
-    if (!ok) return Error(key, "expected lowercase letters, digits, '.', '_' or '-', got \"" + id + "\"");
-    return id;
-  }
-
-  // The "kind" field must be `expected`, and every key must be in `allowed`.
-  Status CheckKind(const Json& doc, const char* expected, Fields allowed) const {
-    COLIBRI_ASSIGN_OR_RETURN(std::string kind, String(doc, "", "kind"));
-    if (kind != expected) return Error("kind", std::string("expected \"") + expected + "\", got \"" + kind + "\"");
-    return CheckFields(doc, allowed, "");
-  }
-
-  // A figure object at object[key]: returns its value and records its provenance.
-  Result<uint64_t> Figure(const Json& object, const std::string& prefix, const std::string& key, const Range& range) {
-    const std::string field = prefix + key;
-    COLIBRI_ASSIGN_OR_RETURN(const Json* figure, Find(object, prefix, key));
-    if (!figure->is_object()) {
-      return Error(field, "expected an object {\"value\", \"basis\", \"source\", \"note\"}", figure);
-    }
-    COLIBRI_RETURN_IF_ERROR(CheckFields(*figure, kFigureFields, field + "."));
-    COLIBRI_ASSIGN_OR_RETURN(uint64_t value, Integer(*figure, field, range));
-    COLIBRI_ASSIGN_OR_RETURN(Basis basis, ReadBasis(*figure, field));
-    COLIBRI_ASSIGN_OR_RETURN(std::string source, String(*figure, field + ".", "source"));
-    COLIBRI_ASSIGN_OR_RETURN(std::string note, Note(*figure, field, basis));
-    figures_.push_back(sim::Figure{field, basis, std::move(source), std::move(note)});
-    return value;
-  }
-
-  // A top-level figure stored into `out`, whose type bounds the range.
-  template <typename T>
-  Status Read(const Json& doc, const std::string& key, Range range, T* out) {
-    range.max = std::min<uint64_t>(range.max, static_cast<uint64_t>(std::numeric_limits<T>::max()));
-    COLIBRI_ASSIGN_OR_RETURN(uint64_t value, Figure(doc, "", key, range));
-    *out = static_cast<T>(value);
-    return Status::Ok();
-  }
-
-  std::vector<sim::Figure> TakeFigures() { return std::move(figures_); }
-
- private:
-  Result<uint64_t> Integer(const Json& figure, const std::string& field, const Range& range) const {
-    COLIBRI_ASSIGN_OR_RETURN(const Json* value, Find(figure, field + ".", "value"));
-    // Non-negative integers parse as unsigned; negative ones and fractions do not.
-    if (!value->is_number_unsigned() || value->get<uint64_t>() < range.min || value->get<uint64_t>() > range.max) {
-      return Error(field + ".value", range.Expected(), value);
-    }
-    return value->get<uint64_t>();
-  }
-
-  Result<Basis> ReadBasis(const Json& figure, const std::string& field) const {
-    COLIBRI_ASSIGN_OR_RETURN(std::string name, String(figure, field + ".", "basis"));
-    for (Basis basis : {Basis::kSpec, Basis::kMeasured, Basis::kDerived, Basis::kAssumed}) {
-      if (name == BasisName(basis)) return basis;
-    }
-    return Error(field + ".basis", "expected spec, measured, derived or assumed, got \"" + name + "\"");
-  }
-
-  // Optional, but derived and assumed figures must say how.
-  Result<std::string> Note(const Json& figure, const std::string& field, Basis basis) const {
-    const bool required = basis == Basis::kDerived || basis == Basis::kAssumed;
-    if (!required && !figure.contains("note")) return std::string();
-    auto note = String(figure, field + ".", "note");
-    if (!note.ok() && required) {
-      return Error(field + ".note", std::string("expected a non-empty string saying how the ") + BasisName(basis) +
-                                        " value was obtained");
-    }
-    return note;
-  }
-
-  const std::string& origin_;
-  std::vector<sim::Figure> figures_;
-};
-
 Status ReadIdentity(const Reader& r, const Json& doc, std::string* id, std::string* name) {
   COLIBRI_ASSIGN_OR_RETURN(*id, r.Id(doc, "id"));
   COLIBRI_ASSIGN_OR_RETURN(*name, r.String(doc, "", "name"));
@@ -252,6 +98,7 @@ Result<NvmeProfile> NvmeFromJson(const Json& doc, const std::string& origin) {
   if (p.read_latency.has_jitter() && p.read_latency.p50_ns == 0) {
     return r.Error("read_latency_p50_ns.value", "expected a positive integer when read_latency_p99_ns exceeds it");
   }
+  COLIBRI_RETURN_IF_ERROR(ReadReadGrid(r, doc, &p.read_grid));
   p.figures = r.TakeFigures();
   return p;
 }
@@ -262,14 +109,17 @@ Result<PcieProfile> PcieFromJson(const Json& doc, const std::string& origin) {
   PcieProfile p;
   COLIBRI_RETURN_IF_ERROR(ReadIdentity(r, doc, &p.id, &p.name));
   COLIBRI_RETURN_IF_ERROR(r.Read(doc, "generation", Range{0, kMaxPcieGeneration}, &p.generation));
-  // Generation 0 is "no link": the rest must say so with zeros.
+  // Generation 0 is "no link": no lanes; its rates are 0 (free copies) or a
+  // measured host memcpy (pinned and pageable alike, from calibrate).
   const bool link = p.generation > 0;
   const Range no_link = Range::Zero("generation 0 is no link");
   COLIBRI_RETURN_IF_ERROR(r.Read(doc, "lanes", link ? Range{1, 32} : no_link, &p.lanes));
-  COLIBRI_RETURN_IF_ERROR(r.Read(doc, "pinned_bytes_per_s", link ? Range::Positive() : no_link, &p.pinned_bytes_per_s));
   COLIBRI_RETURN_IF_ERROR(
-      r.Read(doc, "pageable_bytes_per_s", link ? Range::Positive() : no_link, &p.pageable_bytes_per_s));
-  COLIBRI_RETURN_IF_ERROR(r.Read(doc, "per_copy_ns", link ? Range::NonNegative() : no_link, &p.per_copy_ns));
+      r.Read(doc, "pinned_bytes_per_s", link ? Range::Positive() : Range::NonNegative(), &p.pinned_bytes_per_s));
+  const Range host_copy{p.pinned_bytes_per_s, p.pinned_bytes_per_s, "generation 0: a host memcpy has one rate"};
+  COLIBRI_RETURN_IF_ERROR(r.Read(doc, "pageable_bytes_per_s", link ? Range::Positive() : host_copy, &p.pageable_bytes_per_s));
+  const Range copy_cost = link || p.pinned_bytes_per_s > 0 ? Range::NonNegative() : Range::Zero("generation 0 without a host copy rate is free");
+  COLIBRI_RETURN_IF_ERROR(r.Read(doc, "per_copy_ns", copy_cost, &p.per_copy_ns));
   COLIBRI_RETURN_IF_ERROR(r.Read(doc, "copy_engines", Range::Positive(), &p.copy_engines));
   p.figures = r.TakeFigures();
   return p;
@@ -302,6 +152,8 @@ Result<ComputeProfile> ComputeFromJson(const Json& doc, const std::string& origi
   COLIBRI_RETURN_IF_ERROR(r.Read(doc, "memory_bytes_per_s", Range::Positive(), &p.memory_bytes_per_s));
   COLIBRI_RETURN_IF_ERROR(r.Read(doc, "launch_ns", Range::NonNegative(), &p.launch_ns));
   COLIBRI_RETURN_IF_ERROR(r.Read(doc, "memory_bytes", Range::NonNegative(), &p.memory_bytes));
+  COLIBRI_RETURN_IF_ERROR(ReadKernelTable(r, doc, "ffn_table", /*gate=*/false, &p.ffn_table));
+  COLIBRI_RETURN_IF_ERROR(ReadKernelTable(r, doc, "gate_table", /*gate=*/true, &p.gate_table));
   p.figures = r.TakeFigures();
   return p;
 }
@@ -315,6 +167,8 @@ Result<MachineProfile> MachineFromJson(const Json& doc, const std::string& origi
   COLIBRI_ASSIGN_OR_RETURN(m.nvme, r.Id(doc, "nvme"));
   COLIBRI_ASSIGN_OR_RETURN(m.pcie, r.Id(doc, "pcie"));
   COLIBRI_ASSIGN_OR_RETURN(m.compute, r.Id(doc, "compute"));
+  COLIBRI_RETURN_IF_ERROR(ReadHostWork(r, doc, &m.host_work));
+  COLIBRI_RETURN_IF_ERROR(ReadMachineIdentity(r, doc, &m.identity));
   return m;
 }
 

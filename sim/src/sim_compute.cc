@@ -1,6 +1,8 @@
 #include "colibri/sim/sim_compute.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 #include <string>
 
 #include "model_time.h"
@@ -48,14 +50,68 @@ Result<engine::TimeNs> SimCompute::RooflineNs(const char* dtype, uint64_t flops,
   return profile_.launch_ns + std::max(DurationNs(flops, peak->second), DurationNs(bytes, profile_.memory_bytes_per_s));
 }
 
+Result<std::optional<engine::TimeNs>> SimCompute::TableNs(const KernelTable& table, const char* what,
+                                                          const std::string& dtype, uint32_t rows, uint32_t hidden,
+                                                          size_t tokens) const {
+  const KernelTimes* best = nullptr;
+  double best_distance = 0;
+  std::vector<uint32_t> threads_measured;
+  const double size = static_cast<double>(rows) * hidden;
+  for (const KernelTimes& k : table.entries) {
+    if (k.dtype != dtype) continue;
+    if (k.threads != options_.threads) {
+      if (std::find(threads_measured.begin(), threads_measured.end(), k.threads) == threads_measured.end()) {
+        threads_measured.push_back(k.threads);
+      }
+      continue;
+    }
+    const double distance = std::abs(std::log(static_cast<double>(k.rows) * k.hidden / size));
+    if (best == nullptr || distance < best_distance) {
+      best = &k;
+      best_distance = distance;
+    }
+  }
+  if (best == nullptr && threads_measured.empty()) return std::optional<engine::TimeNs>();
+  if (best == nullptr) {
+    std::sort(threads_measured.begin(), threads_measured.end());
+    std::string counts;
+    for (uint32_t t : threads_measured) counts += (counts.empty() ? "" : ", ") + std::to_string(t);
+    return Status::Unsupported("compute profile '" + profile_.id + "' measured " + what + " " + dtype + " at " + counts +
+                               " thread(s), not at the " + std::to_string(options_.threads) + " this run models");
+  }
+  const std::vector<uint32_t>& t = best->tokens;
+  const std::vector<engine::TimeNs>& ns = best->ns;
+  const double x = static_cast<double>(tokens);
+  double cost = 0;
+  if (t.size() == 1) {
+    cost = static_cast<double>(ns[0]) * x / t[0];
+  } else {
+    // The segment holding x, or the first or last one to extrapolate along.
+    size_t i = static_cast<size_t>(std::upper_bound(t.begin(), t.end(), static_cast<uint32_t>(std::min<size_t>(tokens, UINT32_MAX))) -
+                                   t.begin());
+    i = std::clamp<size_t>(i, 1, t.size() - 1);
+    const double slope = static_cast<double>(ns[i] - ns[i - 1]) / (t[i] - t[i - 1]);
+    cost = static_cast<double>(ns[i - 1]) + slope * (x - t[i - 1]);
+  }
+  cost *= size / (static_cast<double>(best->rows) * best->hidden);
+  return std::optional<engine::TimeNs>(std::max<engine::TimeNs>(1, static_cast<engine::TimeNs>(std::llround(cost))));
+}
+
 Result<engine::TimeNs> SimCompute::ExpertFfnNs(const engine::ExpertLayout& layout, size_t tokens) const {
   if (tokens == 0) return engine::TimeNs{0};
+  const char* dtype = engine::DTypeName(layout.dtype);
+  COLIBRI_ASSIGN_OR_RETURN(const std::optional<engine::TimeNs> measured,
+                           TableNs(profile_.ffn_table, "expert FFNs", dtype, layout.intermediate, layout.hidden, tokens));
+  if (measured) return *measured;
   const uint64_t flops = 2 * layout.MacsPerToken() * tokens;
-  return RooflineNs(engine::DTypeName(layout.dtype), flops, ExpertFfnBytes(layout, tokens));
+  return RooflineNs(dtype, flops, ExpertFfnBytes(layout, tokens));
 }
 
 Result<engine::TimeNs> SimCompute::GateGemvNs(uint32_t experts, uint32_t hidden, size_t tokens) const {
   if (tokens == 0) return engine::TimeNs{0};
+  COLIBRI_ASSIGN_OR_RETURN(const std::optional<engine::TimeNs> measured,
+                           TableNs(profile_.gate_table, "gate GEMVs", "fp32", experts, hidden, tokens));
+  if (measured) return *measured;
   const uint64_t e = experts;
   const uint64_t h = hidden;
   const uint64_t t = tokens;
@@ -115,6 +171,7 @@ Status SimCompute::GateGemv(const float*, const float*, uint32_t experts, uint32
 
 Result<std::unique_ptr<SimCompute>> MakeSimCompute(const ComputeProfile& profile, const SimComputeOptions& options) {
   if (options.loop == nullptr) return Status::InvalidArgument("sim compute: SimComputeOptions::loop is required");
+  if (options.threads == 0) return Status::InvalidArgument("sim compute: SimComputeOptions::threads must be >= 1");
   COLIBRI_RETURN_IF_ERROR(CheckProfile(profile));
   return std::unique_ptr<SimCompute>(new SimCompute(profile, options));
 }

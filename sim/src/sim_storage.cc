@@ -9,10 +9,12 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "colibri/sim/random.h"
+#include "colibri/sim/read_grid.h"
 #include "model_time.h"
 
 namespace colibri::sim {
@@ -180,11 +182,13 @@ class LiveCells {
 
 class SimStorage final : public engine::StorageBackend {
  public:
-  SimStorage(const NvmeProfile& profile, const SimStorageOptions& options, LatencySampler latency, DataFile file)
+  SimStorage(const NvmeProfile& profile, const SimStorageOptions& options, LatencySampler latency,
+             std::optional<ReadGridModel> grid, DataFile file)
       : profile_(profile),
         loop_(options.loop),
         event_log_(options.event_log),
         latency_(std::move(latency)),
+        grid_(std::move(grid)),
         rng_(DeriveSeed(options.seed, "sim_storage")),
         file_(std::move(file)),
         channel_free_ns_(profile.channels, 0) {
@@ -243,9 +247,14 @@ class SimStorage final : public engine::StorageBackend {
   // schedules its completion.
   void Issue(const Read& read, engine::TimeNs at_ns) {
     ++in_device_;
-    engine::TimeNs start_ns = 0;
-    const engine::TimeNs done_ns = ServiceEndNs(read.request.bytes, std::max(at_ns, read.submit_ns), &start_ns) +
-                                   latency_.Sample(&rng_);
+    engine::TimeNs start_ns = std::max(at_ns, read.submit_ns);
+    engine::TimeNs done_ns = 0;
+    if (grid_) {
+      // The measured grid (read_grid.h): the read is the in_device_-th in the device.
+      done_ns = start_ns + grid_->LatencyNs(read.request.bytes, static_cast<uint32_t>(in_device_), rng_.NextDouble());
+    } else {
+      done_ns = ServiceEndNs(read.request.bytes, start_ns, &start_ns) + latency_.Sample(&rng_);
+    }
     uint32_t slot;
     if (!free_slots_.empty()) {
       slot = free_slots_.back();
@@ -320,6 +329,7 @@ class SimStorage final : public engine::StorageBackend {
   engine::EventLoop* const loop_;
   EventLog* const event_log_;
   const LatencySampler latency_;
+  const std::optional<ReadGridModel> grid_;  // the measured model, when the profile has a read grid
   Rng rng_;
   const DataFile file_;
   engine::StorageCaps caps_;
@@ -351,8 +361,13 @@ Result<std::unique_ptr<engine::StorageBackend>> MakeSimStorage(const NvmeProfile
   COLIBRI_RETURN_IF_ERROR(CheckProfile(profile));
   COLIBRI_ASSIGN_OR_RETURN(LatencySampler latency,
                            LatencySampler::Make(profile.read_latency, "nvme profile '" + profile.id + "': read_latency"));
+  std::optional<ReadGridModel> grid;
+  if (!profile.read_grid.empty()) {
+    COLIBRI_ASSIGN_OR_RETURN(grid, ReadGridModel::Make(profile.read_grid, "nvme profile '" + profile.id + "'"));
+  }
   COLIBRI_ASSIGN_OR_RETURN(DataFile file, OpenData(profile, options));
-  return std::unique_ptr<engine::StorageBackend>(new SimStorage(profile, options, std::move(latency), std::move(file)));
+  return std::unique_ptr<engine::StorageBackend>(
+      new SimStorage(profile, options, std::move(latency), std::move(grid), std::move(file)));
 }
 
 }  // namespace colibri::sim

@@ -9,8 +9,12 @@ namespace {
 
 bool NoLink(const PcieProfile& profile) { return profile.generation == 0; }
 
+// No link and no measured host copy rate: copies are free.
+bool FreeCopies(const PcieProfile& profile) { return NoLink(profile) && profile.pinned_bytes_per_s == 0; }
+
 Status CheckProfile(const PcieProfile& p, bool pinned) {
-  if (NoLink(p)) return Status::Ok();
+  if (FreeCopies(p)) return Status::Ok();
+  if (NoLink(p)) pinned = true;  // a host memcpy: one rate
   const std::string name = "pcie profile '" + p.id + "'";
   if (p.copy_engines == 0) return Status::InvalidArgument(name + ": copy_engines must be >= 1");
   if (p.per_copy_ns < 0) return Status::InvalidArgument(name + ": per_copy_ns must be >= 0");
@@ -35,8 +39,8 @@ Result<std::unique_ptr<engine::SlabPool>> SimTransfer::CreateDevicePool(uint64_t
 }
 
 engine::TimeNs SimTransfer::CopyNs(uint64_t bytes) const {
-  if (NoLink(profile_)) return 0;
-  const uint64_t rate = options_.pinned ? profile_.pinned_bytes_per_s : profile_.pageable_bytes_per_s;
+  if (FreeCopies(profile_)) return 0;
+  const uint64_t rate = options_.pinned || NoLink(profile_) ? profile_.pinned_bytes_per_s : profile_.pageable_bytes_per_s;
   return profile_.per_copy_ns + model_internal::DurationNs(bytes, rate);
 }
 

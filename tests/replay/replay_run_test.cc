@@ -79,6 +79,47 @@ TEST_F(ReplayRunTest, AllMissTimePerTokenIsTheHandComputedSum) {
   EXPECT_EQ(r.value().served, 0u);
 }
 
+// A machine with measured host work (calibrate's): each layer batch also
+// pays routing (the recorded routing's gate GEMV plus scoring), scheduling,
+// one gather per expert and the aggregation, each in its own step.
+TEST_F(ReplayRunTest, MeasuredHostWorkAddsEachStepsCost) {
+  const int passes = 5;
+  ReplayConfig c = Config(WriteTrace(passes, 3), "serial-h100");
+  c.queue_depth = 1;
+  c.staging_slots = 1;
+  c.hidden = 256;
+  sim::HostWorkProfile& h = c.machine.machine.host_work;
+  h.present = true;
+  h.routing_fixed_ns = 1'000;
+  h.routing_ps_per_logit = 2'000;        // 16 experts x 1 token: 32 ns
+  h.scheduling_fixed_ns = 3'000;
+  h.scheduling_ps_per_expert = 100'000;  // 2 experts: 200 ns
+  h.scheduling_ps_per_assignment = 0;
+  h.scheduling_ps_per_read = 1'000'000;  // 2 reads: 2,000 ns
+  h.gather_fixed_ns = 400;
+  h.gather_ps_per_element = 1'000;       // 1 row x 256: 256 ns
+  h.aggregation_fixed_ns = 500;
+  h.aggregation_ps_per_element = 1'000;  // 1 x 2 x 256: 512 ns
+  auto r = RunReplay(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const int64_t read_ns = 5000 + 196608 + 20000;  // as in the all-miss sum
+  sim::SimEventLoop loop;
+  auto compute = sim::MakeSimCompute(c.machine.compute, sim::SimComputeOptions{&loop, nullptr});
+  ASSERT_TRUE(compute.ok());
+  const int64_t ffn_ns = compute.value()->ExpertFfnNs(engine::ExpertLayout::Make(engine::DType::kBf16, 256, 128), 1).value();
+  const int64_t gate_ns = compute.value()->GateGemvNs(16, 256, 1).value();
+  const int64_t routing_ns = gate_ns + 1'000 + 32;
+  const int64_t scheduling_ns = 3'000 + 200 + 2'000;
+  const int64_t gather_ns = 400 + 256;
+  const int64_t aggregation_ns = 500 + 512;
+  const int64_t batch_ns = routing_ns + scheduling_ns + 2 * (read_ns + gather_ns + ffn_ns) + aggregation_ns;
+  EXPECT_EQ(r.value().elapsed_ns, passes * 2 /*layers*/ * batch_ns);
+  EXPECT_EQ(r.value().step("routing").Summarize().max, routing_ns);
+  EXPECT_EQ(r.value().step("scheduling").Summarize().max, scheduling_ns);
+  EXPECT_EQ(r.value().step("aggregation").Summarize().max, aggregation_ns);
+  EXPECT_EQ(r.value().step("layer_batch").Summarize().max, batch_ns);
+}
+
 // A modelled GPU computes from device memory: with no L1 each expert is copied
 // over the link into the device staging slot before its FFN, so the all-miss
 // sum gains one copy per expert (read, copy, compute, one after another here).

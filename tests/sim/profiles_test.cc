@@ -279,9 +279,21 @@ TEST(HardwareProfileTest, PcieGenerationZeroMeansNoLink) {
            {"generation", figure(0)},  {"lanes", figure(0)},       {"pinned_bytes_per_s", figure(0)},
            {"pageable_bytes_per_s", figure(0)}, {"per_copy_ns", figure(0)}, {"copy_engines", figure(1)}};
   ASSERT_TRUE(ParsePcieProfile(doc.dump(), "p.json").ok());
+  // A measured host memcpy (calibrate's): one rate for pinned and pageable.
   doc["pinned_bytes_per_s"] = figure(1000);
   ExpectRefused(ParsePcieProfile(doc.dump(), "p.json").status(), "p.json",
-                {"field pinned_bytes_per_s.value: expected 0 (generation 0 is no link)"});
+                {"field pageable_bytes_per_s.value: expected 1000 (generation 0: a host memcpy has one rate)"});
+  doc["pageable_bytes_per_s"] = figure(1000);
+  doc["per_copy_ns"] = figure(500);
+  ASSERT_TRUE(ParsePcieProfile(doc.dump(), "p.json").ok());
+  doc["pinned_bytes_per_s"] = figure(0);
+  doc["pageable_bytes_per_s"] = figure(0);
+  ExpectRefused(ParsePcieProfile(doc.dump(), "p.json").status(), "p.json",
+                {"field per_copy_ns.value: expected 0 (generation 0 without a host copy rate is free)"});
+  doc["lanes"] = figure(4);
+  ExpectRefused(ParsePcieProfile(doc.dump(), "p.json").status(), "p.json",
+                {"field lanes.value: expected 0 (generation 0 is no link)"});
+  doc["lanes"] = figure(0);
   doc["generation"] = figure(4);
   ExpectRefused(ParsePcieProfile(doc.dump(), "p.json").status(), "p.json", {"field lanes.value", "from 1 to 32"});
 }

@@ -123,6 +123,22 @@ TEST_F(SimTransferTest, NoLinkCopiesAreFree) {
   EXPECT_EQ(loop_.Now(), 0);
 }
 
+// A measured host memcpy (calibrate's): no link, but copies into the L1 host
+// pool cost per_copy_ns + bytes at the one rate, pinned or not.
+TEST_F(SimTransferTest, NoLinkWithAMeasuredHostCopyRate) {
+  PcieProfile host;
+  host.id = "host-copy";
+  host.pinned_bytes_per_s = 10'000'000'000;
+  host.pageable_bytes_per_s = 10'000'000'000;
+  host.per_copy_ns = 1'000;
+  for (bool pinned : {true, false}) {
+    auto transfer = Make(host, pinned);
+    ASSERT_NE(transfer, nullptr);
+    EXPECT_TRUE(transfer->caps().device_is_host);
+    EXPECT_EQ(transfer->CopyNs(kMiB), 1'000 + 104'858);  // ceil(1,048,576 / 10 GB/s)
+  }
+}
+
 TEST_F(SimTransferTest, CapsAndReservedDevicePool) {
   auto transfer = Make(Link());
   ASSERT_NE(transfer, nullptr);

@@ -63,6 +63,7 @@
 #include "colibri/engine/expert_cache.h"
 #include "colibri/engine/expert_predictor.h"
 #include "colibri/engine/expert_layout.h"
+#include "colibri/engine/host_work.h"
 #include "colibri/engine/model.h"
 #include "colibri/engine/observer.h"
 #include "colibri/engine/router_modes.h"
@@ -152,6 +153,7 @@ struct EngineBackends {
   TransferBackend* transfer = nullptr;
   ComputeBackend* compute = nullptr;
   EngineObserver* observer = nullptr;  // optional
+  const HostWorkModel* host_work = nullptr;  // optional: the modelled cost of the engine's own work (host_work.h)
 };
 
 // The routing of one layer batch: tokens x top_k ids in rank order (or

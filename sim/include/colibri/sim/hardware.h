@@ -40,6 +40,25 @@ struct LatencyDistribution {
   bool has_jitter() const { return p99_ns > p50_ns; }
 };
 
+// A measured read-latency table (written by `colibri calibrate`): for each
+// read size, the latency distribution of random O_DIRECT reads kept at a
+// fixed number in flight (the queue depth), as quantiles. SimStorage uses it
+// instead of the channel model when present (sim_storage.h says how).
+struct ReadGridPoint {
+  uint64_t read_bytes = 0;
+  uint32_t queue_depth = 0;             // reads in flight while measured, this one included
+  uint64_t reads = 0;                   // samples behind the quantiles
+  uint64_t bytes_per_s = 0;             // measured throughput (reads x read_bytes / elapsed)
+  std::vector<TimeNs> latency_ns;       // submit -> complete at each of ReadGrid::quantiles
+};
+
+struct ReadGrid {
+  std::vector<double> quantiles;        // strictly increasing, from 0 (the minimum) to 1 (the maximum)
+  std::vector<ReadGridPoint> points;    // by read_bytes, then queue_depth; every size has depth 1
+  Figure figure;                        // provenance of the whole table
+  bool empty() const { return points.empty(); }
+};
+
 struct NvmeProfile {
   std::string id;    // e.g. "optane-p5800x"
   std::string name;  // e.g. "Intel Optane SSD DC P5800X 800 GB (PCIe 4.0 x4)"
@@ -49,6 +68,7 @@ struct NvmeProfile {
   uint64_t channel_read_bytes_per_s = 0; // one channel's transfer rate
   uint64_t read_bytes_per_s = 0;         // the whole device's (the link's) rate, shared by channels
   LatencyDistribution read_latency;      // added after service (the device's access latency)
+  ReadGrid read_grid;                    // optional; when present SimStorage models reads from it
   std::vector<Figure> figures;
 };
 
@@ -66,6 +86,25 @@ struct PcieProfile {
 
 enum class ComputeKind { kGpu, kCpu };
 
+// Measured call times of one kernel shape by tokens per call (written by
+// `colibri calibrate`): median ns of ExpertFfn (or GateGemv) calls with
+// `tokens[i]` tokens, on `threads` worker threads. SimCompute interpolates
+// (sim_compute.h says how).
+struct KernelTimes {
+  std::string dtype;              // weight dtype name (ExpertFfn); "fp32" for the gate
+  uint32_t rows = 0;              // ExpertFfn: intermediate; GateGemv: experts
+  uint32_t hidden = 0;
+  uint32_t threads = 0;
+  std::vector<uint32_t> tokens;   // strictly increasing, from >= 1
+  std::vector<TimeNs> ns;         // median per call at tokens[i], > 0
+};
+
+struct KernelTable {
+  std::vector<KernelTimes> entries;
+  Figure figure;
+  bool empty() const { return entries.empty(); }
+};
+
 struct ComputeProfile {
   std::string id;    // e.g. "h100-sxm"
   std::string name;
@@ -76,7 +115,43 @@ struct ComputeProfile {
   uint64_t memory_bytes_per_s = 0;       // device memory bandwidth
   TimeNs launch_ns = 0;                  // fixed cost per kernel (or per call on a CPU)
   uint64_t memory_bytes = 0;             // device memory capacity (bounds the L1 budget; 0 = unknown)
+  KernelTable ffn_table;                 // optional measured expert FFN times (replace the roofline)
+  KernelTable gate_table;                // optional measured gate GEMV times
   std::vector<Figure> figures;
+};
+
+// The engine's own work on the host per layer batch (engine/host_work.h),
+// measured by `colibri calibrate` from the real engine's step times; absent
+// (all zero) in published profiles, where that work is modelled as free.
+// Linear in what each step handles; per-unit costs in picoseconds so that
+// they stay integers.
+struct HostWorkProfile {
+  bool present = false;
+  TimeNs routing_fixed_ns = 0;           // scoring, top-k and capacity, beyond the gate GEMV
+  uint64_t routing_ps_per_logit = 0;     // per token x expert
+  TimeNs scheduling_fixed_ns = 0;        // union, lookups, slot choices, read submission
+  uint64_t scheduling_ps_per_expert = 0; // per distinct expert of the batch
+  uint64_t scheduling_ps_per_assignment = 0;  // per (token, slot)
+  uint64_t scheduling_ps_per_read = 0;   // per read submitted
+  TimeNs gather_fixed_ns = 0;            // per expert computed: gathering its inputs, scattering its outputs
+  uint64_t gather_ps_per_element = 0;    // per row x hidden element moved
+  TimeNs aggregation_fixed_ns = 0;
+  uint64_t aggregation_ps_per_element = 0;  // per token x slot x hidden element summed
+  Figure figure;
+};
+
+// What machine a measured profile describes (sim/machine_identity.h reads
+// this machine's); empty for published profiles.
+struct MachineIdentity {
+  std::string cpu_model;     // /proc/cpuinfo "model name"
+  std::string cpu_flags;     // the ISA flags the engine's kernels care about, e.g. "avx2 avx512f avx512bw fma"
+  uint32_t cores = 0;        // online CPUs
+  uint64_t ram_bytes = 0;    // MemTotal
+  std::string kernel;        // uname -r
+  std::string block_device;  // the device under the measured file, e.g. "vda (virtio, rotational 0)"
+  std::string measured_on;   // "2026-12-01"
+  std::string commit;        // the colibri build's git commit
+  bool empty() const { return cpu_model.empty(); }
 };
 
 struct MachineProfile {
@@ -85,6 +160,8 @@ struct MachineProfile {
   std::string nvme;         // component ids
   std::string pcie;
   std::string compute;
+  HostWorkProfile host_work;  // optional
+  MachineIdentity identity;   // optional: set on measured profiles
 };
 
 }  // namespace colibri::sim

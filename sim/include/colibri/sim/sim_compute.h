@@ -13,6 +13,18 @@
 //           silu(gate) x up written and read back).
 //  Gate GEMV of T tokens, E experts, hidden H (fp32 weights, peak "fp32"):
 //   flops = 2 x E x H x T; bytes = 4 x (E x H + T x H + T x E) (weights, x, logits).
+// Measured tables (profile.ffn_table, gate_table, from `colibri calibrate`)
+// replace the roofline for the dtypes and thread counts they hold: the cost
+// of a call is the entry's median at that token count, linear between the
+// measured token counts, extrapolated past the last along its last segment
+// (proportionally when only one count was measured), at least 1 ns. The entry
+// is the one of the call's dtype and SimComputeOptions::threads with the
+// call's shape (hidden x intermediate; gate: experts x hidden); for a shape
+// not measured, the measured shape nearest in log(rows x hidden), its times
+// scaled by (rows x hidden) / (its rows x hidden): both the weight bytes a
+// memory-bound call streams and the MACs a compute-bound one does scale so.
+// A table that holds the dtype but not the thread count is an error naming
+// the measured counts; a dtype the table lacks falls back to the roofline.
 // A call moves the loop's clock by its cost (WaitUntil(Now() + cost)): the
 // engine thread waits for its kernels. A call with 0 tokens costs nothing.
 //
@@ -23,6 +35,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "colibri/engine/compute.h"
@@ -37,6 +51,7 @@ namespace colibri::sim {
 struct SimComputeOptions {
   engine::EventLoop* loop = nullptr;  // required; borrowed
   EventLog* event_log = nullptr;      // optional; one kCompute / kGate entry per kernel, at its end
+  uint32_t threads = 1;               // the measured tables' thread column (ignored by the roofline)
 };
 
 struct SimComputeCounters {
@@ -69,6 +84,9 @@ class SimCompute final : public engine::ComputeBackend {
   friend Result<std::unique_ptr<SimCompute>> MakeSimCompute(const ComputeProfile&, const SimComputeOptions&);
   SimCompute(const ComputeProfile& profile, const SimComputeOptions& options);
   Result<engine::TimeNs> RooflineNs(const char* dtype, uint64_t flops, uint64_t bytes) const;
+  // The measured table's cost, or nullopt when `table` holds no entry of `dtype`.
+  Result<std::optional<engine::TimeNs>> TableNs(const KernelTable& table, const char* what, const std::string& dtype,
+                                                uint32_t rows, uint32_t hidden, size_t tokens) const;
   // Moves the clock by `cost_ns` and counts the kernel.
   void Run(EventKind kind, size_t tokens, engine::TimeNs cost_ns);
   // ExpertFfnNs, remembered per token count for the last layout costed (the

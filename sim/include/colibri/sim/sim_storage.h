@@ -9,7 +9,12 @@
 // the link from max(s, link.next_free) for ceil(bytes x 1e9 / read_bytes_per_s).
 // It completes at max(channel end, link end) plus a latency drawn from the
 // profile's read_latency (seeded: stream DeriveSeed(seed, "sim_storage")).
-// All integer ns. At most min(queue_depth, profile.queue_depth) reads are
+// All integer ns. A profile with a measured read grid (profile.read_grid,
+// from `colibri calibrate`) replaces the channels, the link and the added
+// latency: a read issued as the n-th read in the device (n counts it) starts
+// at issue and completes after ReadGridModel::LatencyNs(bytes, n, u), u a
+// uniform from the same seeded stream (read_grid.h has the interpolation).
+// At most min(queue_depth, profile.queue_depth) reads are
 // issued to the device; later ones wait in the backend in FIFO order (each
 // counts one queue_full_event) and are issued when a read completes, at that
 // completion's modelled time (never earlier than their own submission).

@@ -6,8 +6,10 @@
 // starts at max(Now(), engine.next_free) and ends per_copy_ns +
 // ceil(bytes x 1e9 / rate) later, rate = pinned_bytes_per_s (or
 // pageable_bytes_per_s with options.pinned = false). Integer ns. A profile of
-// generation 0 ("no link": CPU compute, host memory is device memory) costs
-// 0 ns per copy and advertises device_is_host.
+// generation 0 ("no link": CPU compute, host memory is device memory)
+// advertises device_is_host; its copies (L2 to the L1 host pool) cost 0 ns,
+// or, when it carries a measured host memcpy rate (pinned_bytes_per_s > 0,
+// from `colibri calibrate`), per_copy_ns + bytes at that rate.
 //
 // Poll(false) hands over the copies whose end is <= Now(); Poll(true) with
 // none due moves the loop's clock to the earliest end (WaitUntil: the engine

@@ -1,0 +1,42 @@
+// SimHostWork: the engine's own host work on the modelled clock
+// (engine/host_work.h), from a machine profile's measured host_work
+// (hardware.h, HostWorkProfile; written by `colibri calibrate`). Each step is
+// linear in what it handles (per-unit costs in ps, rounded to ns once per call):
+//   routing     = [gate GEMV: SimCompute::GateGemvNs, unless the compute
+//                 backend charged it] + routing_fixed_ns
+//                 + tokens x experts x routing_ps_per_logit
+//   scheduling  = scheduling_fixed_ns + distinct x ps_per_expert
+//                 + tokens x top_k x ps_per_assignment + reads x ps_per_read
+//   gather      = gather_fixed_ns + rows x hidden x gather_ps_per_element
+//   aggregation = aggregation_fixed_ns + tokens x top_k x hidden x ps_per_element
+// Ownership: borrows the SimCompute (it must outlive this). Thread-safety:
+// const, as the interface.
+#pragma once
+
+#include <memory>
+
+#include "colibri/engine/host_work.h"
+#include "colibri/sim/hardware.h"
+#include "colibri/sim/sim_compute.h"
+#include "colibri/status.h"
+
+namespace colibri::sim {
+
+class SimHostWork final : public engine::HostWorkModel {
+ public:
+  // Errors: InvalidArgument when the profile has no host_work, or the
+  // compute model cannot cost a gate GEMV (no fp32 peak or gate table).
+  static Result<std::unique_ptr<SimHostWork>> Make(const HostWorkProfile& profile, const SimCompute* compute);
+
+  engine::TimeNs RoutingNs(size_t tokens, uint32_t experts, uint32_t hidden, bool gate_charged) const override;
+  engine::TimeNs SchedulingNs(size_t tokens, uint32_t top_k, uint32_t distinct_experts, uint32_t reads) const override;
+  engine::TimeNs GatherNs(size_t rows, uint32_t hidden) const override;
+  engine::TimeNs AggregationNs(size_t tokens, uint32_t top_k, uint32_t hidden) const override;
+
+ private:
+  SimHostWork(const HostWorkProfile& profile, const SimCompute* compute) : profile_(profile), compute_(compute) {}
+  const HostWorkProfile profile_;
+  const SimCompute* const compute_;
+};
+
+}  // namespace colibri::sim

@@ -1,0 +1,47 @@
+#include "colibri/sim/sim_host_work.h"
+
+namespace colibri::sim {
+namespace {
+
+// fixed_ns + the ps terms' sum rounded to the nearest ns.
+engine::TimeNs Cost(engine::TimeNs fixed_ns, unsigned __int128 ps) {
+  return fixed_ns + static_cast<engine::TimeNs>((ps + 500) / 1000);
+}
+
+unsigned __int128 Product(uint64_t a, uint64_t b) { return static_cast<unsigned __int128>(a) * b; }
+
+}  // namespace
+
+Result<std::unique_ptr<SimHostWork>> SimHostWork::Make(const HostWorkProfile& profile, const SimCompute* compute) {
+  if (!profile.present) return Status::InvalidArgument("sim host work: the machine profile has no host_work");
+  if (compute == nullptr) return Status::InvalidArgument("sim host work: no compute model for the gate GEMV");
+  COLIBRI_RETURN_IF_ERROR(compute->GateGemvNs(1, 1, 1).status());
+  return std::unique_ptr<SimHostWork>(new SimHostWork(profile, compute));
+}
+
+engine::TimeNs SimHostWork::RoutingNs(size_t tokens, uint32_t experts, uint32_t hidden, bool gate_charged) const {
+  if (tokens == 0) return 0;
+  engine::TimeNs gate_ns = 0;
+  if (!gate_charged) {
+    const Result<engine::TimeNs> gate = compute_->GateGemvNs(experts, hidden, tokens);
+    gate_ns = gate.ok() ? gate.value() : 0;  // Make checked that the model costs gate GEMVs
+  }
+  return gate_ns + Cost(profile_.routing_fixed_ns, Product(tokens, experts) * profile_.routing_ps_per_logit);
+}
+
+engine::TimeNs SimHostWork::SchedulingNs(size_t tokens, uint32_t top_k, uint32_t distinct_experts, uint32_t reads) const {
+  const unsigned __int128 ps = Product(distinct_experts, profile_.scheduling_ps_per_expert) +
+                               Product(tokens, top_k) * profile_.scheduling_ps_per_assignment +
+                               Product(reads, profile_.scheduling_ps_per_read);
+  return Cost(profile_.scheduling_fixed_ns, ps);
+}
+
+engine::TimeNs SimHostWork::GatherNs(size_t rows, uint32_t hidden) const {
+  return Cost(profile_.gather_fixed_ns, Product(rows, hidden) * profile_.gather_ps_per_element);
+}
+
+engine::TimeNs SimHostWork::AggregationNs(size_t tokens, uint32_t top_k, uint32_t hidden) const {
+  return Cost(profile_.aggregation_fixed_ns, Product(tokens, top_k) * hidden * profile_.aggregation_ps_per_element);
+}
+
+}  // namespace colibri::sim
