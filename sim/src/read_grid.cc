@@ -192,13 +192,55 @@ Result<FittedChannelModel> FitChannelModel(const ReadGrid& grid) {
   return fit;
 }
 
-Result<ClosedLoopReads> SimulateClosedLoopReads(const NvmeProfile& profile, uint64_t read_bytes, uint32_t queue_depth,
-                                                uint64_t reads, uint64_t seed, uint64_t file_bytes) {
+Result<ClosedLoopReads> RunClosedLoopReads(engine::StorageBackend& storage, const engine::Clock& clock,
+                                           std::byte* buffers, uint64_t read_bytes, uint32_t queue_depth, uint64_t reads,
+                                           uint64_t min_reads, TimeNs max_duration_ns, uint64_t seed,
+                                           uint64_t file_bytes) {
   if (reads == 0 || queue_depth == 0) return Status::InvalidArgument("closed loop: reads and queue depth must be > 0");
   if (read_bytes == 0 || read_bytes % kAlignmentBytes != 0 || read_bytes > file_bytes) {
     return Status::InvalidArgument("closed loop: read size " + std::to_string(read_bytes) +
-                                   " must be a positive multiple of 4096 within the file");
+                                   " must be a positive multiple of 4096 within the file (" +
+                                   std::to_string(file_bytes) + " bytes)");
   }
+  Rng offsets(DeriveSeed(seed, "closed_loop_offsets"));
+  const uint64_t slots = file_bytes / read_bytes;
+  // A read's tag is its buffer slot; a completion frees it for the next read.
+  auto submit = [&](uint64_t slot) {
+    const uint64_t offset = (offsets.NextU64() % slots) * read_bytes;
+    return storage.Submit(engine::ReadRequest{offset, read_bytes, buffers + slot * read_bytes, slot});
+  };
+  ClosedLoopReads out;
+  out.latencies_ns.reserve(reads);
+  const TimeNs first_submit = clock.Now();
+  uint64_t submitted = 0;
+  for (; submitted < std::min<uint64_t>(queue_depth, reads); ++submitted) COLIBRI_RETURN_IF_ERROR(submit(submitted));
+  TimeNs last_complete = first_submit;
+  bool stop = false;
+  std::vector<engine::ReadCompletion> done;
+  while (out.latencies_ns.size() < submitted) {
+    done.clear();
+    COLIBRI_RETURN_IF_ERROR(storage.Poll(/*wait=*/true, &done));
+    for (const engine::ReadCompletion& c : done) {
+      COLIBRI_RETURN_IF_ERROR(c.status);
+      out.latencies_ns.push_back(c.complete_ns - c.submit_ns);
+      last_complete = std::max(last_complete, c.complete_ns);
+    }
+    stop = stop || (max_duration_ns > 0 && out.latencies_ns.size() >= min_reads &&
+                    clock.Now() - first_submit >= max_duration_ns);
+    // Resubmit one read per completion, in the slot the completed read freed.
+    for (size_t i = 0; i < done.size() && !stop && submitted < reads; ++i, ++submitted) {
+      COLIBRI_RETURN_IF_ERROR(submit(done[i].tag));
+    }
+  }
+  out.reads = out.latencies_ns.size();
+  out.elapsed_ns = std::max<TimeNs>(1, last_complete - first_submit);
+  out.bytes_per_s = static_cast<uint64_t>(static_cast<long double>(out.reads) * read_bytes * 1e9L / out.elapsed_ns);
+  return out;
+}
+
+Result<ClosedLoopReads> SimulateClosedLoopReads(const NvmeProfile& profile, uint64_t read_bytes, uint32_t queue_depth,
+                                                uint64_t reads, uint64_t seed, uint64_t file_bytes) {
+  if (queue_depth == 0) return Status::InvalidArgument("closed loop: queue depth must be > 0");
   SimEventLoop loop;
   SimStorageOptions options;
   options.loop = &loop;
@@ -208,35 +250,11 @@ Result<ClosedLoopReads> SimulateClosedLoopReads(const NvmeProfile& profile, uint
   NvmeProfile deep = profile;
   deep.queue_depth = std::max(deep.queue_depth, queue_depth);  // the loop's depth, not the device's tags
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::StorageBackend> storage, MakeSimStorage(deep, options));
-  // Address space only: a time-only model never touches the buffer.
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::SlabPool> buffer,
-                           engine::SlabPool::CreateReserved(read_bytes, read_bytes, kAlignmentBytes));
-  Rng offsets(DeriveSeed(seed, "closed_loop_offsets"));
-  const uint64_t slots = file_bytes / read_bytes;
-  auto submit = [&](uint64_t tag) {
-    const uint64_t offset = (offsets.NextU64() % slots) * read_bytes;
-    return storage->Submit(engine::ReadRequest{offset, read_bytes, buffer->base(), tag});
-  };
-  ClosedLoopReads out;
-  uint64_t submitted = 0;
-  for (; submitted < std::min<uint64_t>(queue_depth, reads); ++submitted) COLIBRI_RETURN_IF_ERROR(submit(submitted));
-  TimeNs first_submit = loop.Now();
-  TimeNs last_complete = first_submit;
-  std::vector<engine::ReadCompletion> done;
-  while (out.latencies_ns.size() < reads) {
-    done.clear();
-    COLIBRI_RETURN_IF_ERROR(storage->Poll(/*wait=*/true, &done));
-    for (const engine::ReadCompletion& c : done) {
-      COLIBRI_RETURN_IF_ERROR(c.status);
-      out.latencies_ns.push_back(c.complete_ns - c.submit_ns);
-      last_complete = std::max(last_complete, c.complete_ns);
-      if (submitted < reads) COLIBRI_RETURN_IF_ERROR(submit(submitted++));
-    }
-  }
-  out.reads = out.latencies_ns.size();
-  out.elapsed_ns = std::max<TimeNs>(1, last_complete - first_submit);
-  out.bytes_per_s = static_cast<uint64_t>(static_cast<long double>(out.reads) * read_bytes * 1e9L / out.elapsed_ns);
-  return out;
+  // Address space only: a time-only model never touches the buffers.
+  const uint64_t slot_bytes = std::max<uint64_t>(read_bytes, kAlignmentBytes) / kAlignmentBytes * kAlignmentBytes;
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::SlabPool> buffers,
+                           engine::SlabPool::CreateReserved(slot_bytes * queue_depth, slot_bytes, kAlignmentBytes));
+  return RunClosedLoopReads(*storage, loop, buffers->base(), read_bytes, queue_depth, reads, reads, 0, seed, file_bytes);
 }
 
 }  // namespace colibri::sim

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/engine/storage.h"
 #include "colibri/sim/hardware.h"
 #include "colibri/status.h"
 
@@ -99,6 +100,18 @@ struct ClosedLoopReads {
   uint64_t bytes_per_s = 0;
   std::vector<TimeNs> latencies_ns;      // submit -> complete, in completion order
 };
+
+// Keeps `queue_depth` reads of `read_bytes` in flight on `storage` (real or
+// modelled): each completion resubmits at once at a seeded random aligned
+// offset below `file_bytes`, into the buffer slot its completed read freed
+// (`buffers` holds depth slots of read_bytes, aligned as the storage needs), until `reads` completed or, once at least `min_reads` did, `clock`
+// passed `max_duration_ns` from the first submit (0: no time limit).
+// Latencies are the completions' submit -> complete. Errors: a failed read or
+// submit (with its message), 0 reads or depth, a read larger than the file.
+Result<ClosedLoopReads> RunClosedLoopReads(engine::StorageBackend& storage, const engine::Clock& clock,
+                                           std::byte* buffers, uint64_t read_bytes, uint32_t queue_depth, uint64_t reads,
+                                           uint64_t min_reads, TimeNs max_duration_ns, uint64_t seed,
+                                           uint64_t file_bytes);
 
 // Drives MakeSimStorage(profile) on a SimEventLoop with `queue_depth` reads
 // of `read_bytes` kept in flight (each completion resubmits at once), `reads`

@@ -1,0 +1,73 @@
+// Measuring this machine's storage for a measured nvme profile: random
+// O_DIRECT reads through UringStorage (the engine's real backend) over a grid
+// of read sizes x queue depths, on a file written for the purpose on the
+// file system of a chosen directory (sim/read_grid.h's closed loop, so the
+// model is measured exactly as the drive was). Each point becomes a
+// ReadGridPoint; the grid model and a fitted channel model are then replayed
+// on the same closed loop and their errors per point reported.
+//
+// Before writing, the directory's file system is checked: too little free
+// space refuses (nothing written); tmpfs or a file system without O_DIRECT
+// is measured anyway with a warning that says what was measured (memory, or
+// reads through the page cache). The file holds seeded pseudo-random bytes
+// (a virtual disk may short-cut zeros) and is removed at the end.
+//
+// Ownership: owns the file while it runs. Thread-safety: one call at a time
+// per directory. Errors: Status values naming the path or the point.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "colibri/engine/clock.h"
+#include "colibri/sim/hardware.h"
+#include "colibri/sim/read_grid.h"
+#include "colibri/status.h"
+
+namespace colibri::calibrate {
+
+struct StorageGridOptions {
+  std::string dir = ".";                 // the file system to measure
+  uint64_t file_bytes = 2ull << 30;
+  std::vector<uint64_t> read_bytes;      // ascending multiples of 4096
+  std::vector<uint32_t> queue_depths;    // ascending, starting at 1
+  uint64_t max_in_flight_bytes = 1ull << 30;  // depths above this x read size are skipped for that size
+  uint64_t reads_per_point = 4000;       // at most
+  uint64_t min_reads_per_point = 64;     // before the time limit may stop a point
+  engine::TimeNs seconds_per_point_ns = 500'000'000;
+  uint64_t seed = 1;
+  // Called after each point with (points done, points in all); may be empty.
+  std::function<void(size_t, size_t)> progress;
+};
+
+// The fit of one point: measured vs the two models on the same closed loop.
+struct PointFit {
+  uint64_t read_bytes = 0;
+  uint32_t queue_depth = 0;
+  uint64_t measured_bytes_per_s = 0;
+  engine::TimeNs measured_p50_ns = 0, measured_p99_ns = 0;
+  double grid_throughput_error = 0;   // (model - measured) / measured
+  double grid_p50_error = 0, grid_p99_error = 0;
+  double channel_throughput_error = 0;
+  double channel_p50_error = 0, channel_p99_error = 0;
+};
+
+struct StorageGrid {
+  sim::ReadGrid grid;                  // figure left for the caller
+  sim::FittedChannelModel channel;     // the classic model fitted to it
+  std::vector<PointFit> fits;
+  uint32_t device_queue_depth = 0;     // the block device's tags (/sys/block/*/mq/*/nr_tags), 0 when unknown
+  std::string backend;                 // "uring" or "pread"
+  std::vector<std::string> warnings;   // tmpfs, no O_DIRECT, ...
+  std::string block_device;            // sim::ThisMachineIdentity's for the file
+};
+
+// The sizes and depths of the default grids: full, 4 KiB to 64 MiB x 1 to
+// 64; quick, 4 KiB to 16 MiB x 1, 4, 16, 32.
+StorageGridOptions DefaultStorageGrid(bool quick);
+
+Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& options);
+
+}  // namespace colibri::calibrate

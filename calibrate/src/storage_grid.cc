@@ -1,0 +1,229 @@
+#include "colibri/calibrate/storage_grid.h"
+
+#include <fcntl.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "colibri/engine/slab_pool.h"
+#include "colibri/engine/storage.h"
+#include "colibri/sim/machine_identity.h"
+#include "colibri/sim/random.h"
+
+namespace colibri::calibrate {
+namespace {
+
+constexpr uint64_t kAlignmentBytes = 4096;
+constexpr uint64_t kSpaceMarginBytes = 256ull << 20;
+constexpr long kTmpfsMagic = 0x01021994;
+constexpr uint64_t kWriteChunkBytes = 4ull << 20;
+
+// The measurement file, removed on destruction.
+class ScratchFile {
+ public:
+  ScratchFile() = default;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+  ~ScratchFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  // Writes `bytes` of seeded pseudo-random data to a new file in `dir`.
+  Status Create(const std::string& dir, uint64_t bytes, uint64_t seed) {
+    path_ = (std::filesystem::path(dir) / ("colibri-calibrate-" + std::to_string(::getpid()) + ".bin")).string();
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      const std::string why = std::strerror(errno);
+      path_.clear();
+      return Status::IoError(dir + ": cannot create the measurement file: " + why);
+    }
+    std::vector<uint64_t> chunk(kWriteChunkBytes / sizeof(uint64_t));
+    sim::Rng rng(sim::DeriveSeed(seed, "calibrate_storage_file"));
+    Status status;
+    for (uint64_t written = 0; written < bytes && status.ok(); written += kWriteChunkBytes) {
+      for (uint64_t& word : chunk) word = rng.NextU64();
+      const size_t n = static_cast<size_t>(std::min(kWriteChunkBytes, bytes - written));
+      size_t done = 0;
+      while (done < n) {
+        const ssize_t got = ::write(fd, reinterpret_cast<const char*>(chunk.data()) + done, n - done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+          status = Status::IoError(path_ + ": write failed: " + std::strerror(errno));
+          break;
+        }
+        done += static_cast<size_t>(got);
+      }
+    }
+    if (status.ok() && ::fsync(fd) != 0) status = Status::IoError(path_ + ": fsync failed: " + std::strerror(errno));
+    ::close(fd);
+    return status;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The tags of the block device (its first hardware queue), 0 when unknown.
+uint32_t DeviceTags(const std::string& block_device) {
+  const std::string name = block_device.substr(0, block_device.find(' '));
+  if (name.empty() || name.rfind("device ", 0) == 0) return 0;
+  std::ifstream in("/sys/block/" + name + "/mq/0/nr_tags");
+  uint32_t tags = 0;
+  in >> tags;
+  return tags;
+}
+
+double Error(double model, double measured) { return measured > 0 ? (model - measured) / measured : 0.0; }
+
+engine::TimeNs QuantileOf(std::vector<engine::TimeNs> samples, double q) {
+  std::sort(samples.begin(), samples.end());
+  return sim::SampleQuantileNs(samples, q);
+}
+
+Status CheckOptions(const StorageGridOptions& o) {
+  if (o.read_bytes.empty() || o.queue_depths.empty()) {
+    return Status::InvalidArgument("storage grid: no read sizes or queue depths");
+  }
+  for (uint64_t s : o.read_bytes) {
+    if (s == 0 || s % kAlignmentBytes != 0 || s > o.file_bytes) {
+      return Status::InvalidArgument("storage grid: read size " + std::to_string(s) +
+                                     " must be a positive multiple of 4096 within the file");
+    }
+  }
+  if (o.queue_depths.front() != 1 || !std::is_sorted(o.queue_depths.begin(), o.queue_depths.end())) {
+    return Status::InvalidArgument("storage grid: queue depths must ascend from 1");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StorageGridOptions DefaultStorageGrid(bool quick) {
+  StorageGridOptions o;
+  if (quick) {
+    o.file_bytes = 1ull << 30;
+    o.read_bytes = {4096, 65536, 1 << 20, 4 << 20, 16 << 20};
+    o.queue_depths = {1, 4, 16, 32};
+    o.seconds_per_point_ns = 250'000'000;
+    o.reads_per_point = 2000;
+    o.min_reads_per_point = 32;
+  } else {
+    o.read_bytes = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
+    o.queue_depths = {1, 2, 4, 8, 16, 32, 64};
+  }
+  return o;
+}
+
+Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
+  COLIBRI_RETURN_IF_ERROR(CheckOptions(o));
+  std::error_code error;
+  if (!std::filesystem::is_directory(o.dir, error)) return Status::NotFound(o.dir + ": not a directory");
+  StorageGrid out;
+  struct statvfs vfs {};
+  if (::statvfs(o.dir.c_str(), &vfs) != 0) return Status::IoError(o.dir + ": statvfs failed: " + std::strerror(errno));
+  const uint64_t free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+  if (free_bytes < o.file_bytes + kSpaceMarginBytes) {
+    return Status::InvalidArgument(o.dir + ": " + std::to_string(free_bytes) + " bytes free; measuring needs a " +
+                                   std::to_string(o.file_bytes) + "-byte file plus " +
+                                   std::to_string(kSpaceMarginBytes) + " to spare (nothing was written)");
+  }
+  struct statfs fs {};
+  if (::statfs(o.dir.c_str(), &fs) == 0 && static_cast<long>(fs.f_type) == kTmpfsMagic) {
+    out.warnings.push_back(o.dir + " is tmpfs: this measures memory, not a drive");
+  }
+  out.block_device = sim::ThisMachineIdentity(o.dir).block_device;
+  out.device_queue_depth = DeviceTags(out.block_device);
+
+  ScratchFile file;
+  COLIBRI_RETURN_IF_ERROR(file.Create(o.dir, o.file_bytes, o.seed));
+  engine::MonotonicClock clock;
+  engine::StorageOptions storage_options;
+  storage_options.clock = &clock;
+  storage_options.queue_depth = o.queue_depths.back();
+  storage_options.direct_io = true;
+  Result<std::unique_ptr<engine::StorageBackend>> opened = engine::OpenUringStorage(file.path(), storage_options);
+  out.backend = "uring";
+  if (!opened.ok() && opened.status().code() == StatusCode::kUnsupported) {
+    out.warnings.push_back("io_uring unavailable (" + opened.status().message() + "): measured with pread");
+    opened = engine::OpenPreadStorage(file.path(), storage_options);
+    out.backend = "pread";
+  }
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<engine::StorageBackend> storage = std::move(opened).value();
+  if (!storage->warning().empty()) out.warnings.push_back(storage->warning() + ": measured through the page cache");
+
+  out.grid.quantiles.assign(std::begin(sim::kReadGridQuantiles), std::end(sim::kReadGridQuantiles));
+  std::vector<std::pair<uint64_t, uint32_t>> points;
+  for (uint64_t s : o.read_bytes) {
+    for (uint32_t d : o.queue_depths) {
+      if (d == 1 || static_cast<uint64_t>(d) * s <= o.max_in_flight_bytes) points.emplace_back(s, d);
+    }
+  }
+  uint64_t seed = o.seed;
+  std::unique_ptr<engine::SlabPool> buffers;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [read_bytes, depth] = points[i];
+    if (buffers == nullptr || buffers->slot_bytes() != read_bytes || buffers->slot_count() < depth) {
+      buffers.reset();
+      uint32_t most = 1;
+      for (const auto& [s, d] : points) {
+        if (s == read_bytes) most = std::max(most, d);
+      }
+      COLIBRI_ASSIGN_OR_RETURN(buffers, engine::SlabPool::Create(read_bytes * most, read_bytes, kAlignmentBytes));
+    }
+    COLIBRI_ASSIGN_OR_RETURN(sim::ClosedLoopReads reads,
+                             sim::RunClosedLoopReads(*storage, clock, buffers->base(), read_bytes, depth,
+                                                     o.reads_per_point, o.min_reads_per_point, o.seconds_per_point_ns,
+                                                     ++seed, o.file_bytes));
+    COLIBRI_ASSIGN_OR_RETURN(sim::ReadGridPoint point,
+                             sim::MakeReadGridPoint(read_bytes, depth, reads.latencies_ns, reads.elapsed_ns));
+    out.grid.points.push_back(std::move(point));
+    if (o.progress) o.progress(i + 1, points.size());
+  }
+  storage.reset();
+
+  COLIBRI_ASSIGN_OR_RETURN(out.channel, sim::FitChannelModel(out.grid));
+  sim::NvmeProfile grid_model;
+  grid_model.id = "calibrate-grid";
+  grid_model.channels = out.channel.channels;
+  grid_model.queue_depth = o.queue_depths.back();
+  grid_model.per_op_ns = out.channel.per_op_ns;
+  grid_model.channel_read_bytes_per_s = out.channel.channel_read_bytes_per_s;
+  grid_model.read_bytes_per_s = out.channel.read_bytes_per_s;
+  grid_model.read_latency = out.channel.read_latency;
+  sim::NvmeProfile channel_model = grid_model;
+  channel_model.id = "calibrate-channels";
+  grid_model.read_grid = out.grid;
+  for (const sim::ReadGridPoint& p : out.grid.points) {
+    PointFit fit;
+    fit.read_bytes = p.read_bytes;
+    fit.queue_depth = p.queue_depth;
+    fit.measured_bytes_per_s = p.bytes_per_s;
+    const size_t median = 5, p99 = 9;  // kReadGridQuantiles' p50 and p99
+    fit.measured_p50_ns = p.latency_ns[median];
+    fit.measured_p99_ns = p.latency_ns[p99];
+    const uint64_t reads = std::max<uint64_t>(p.reads, 200);
+    for (const auto& [model, errors] :
+         {std::pair{&grid_model, std::array<double*, 3>{&fit.grid_throughput_error, &fit.grid_p50_error, &fit.grid_p99_error}},
+          std::pair{&channel_model, std::array<double*, 3>{&fit.channel_throughput_error, &fit.channel_p50_error,
+                                                           &fit.channel_p99_error}}}) {
+      COLIBRI_ASSIGN_OR_RETURN(sim::ClosedLoopReads modelled,
+                               sim::SimulateClosedLoopReads(*model, p.read_bytes, p.queue_depth, reads, o.seed, o.file_bytes));
+      *errors[0] = Error(static_cast<double>(modelled.bytes_per_s), static_cast<double>(p.bytes_per_s));
+      *errors[1] = Error(static_cast<double>(QuantileOf(modelled.latencies_ns, 0.5)), static_cast<double>(fit.measured_p50_ns));
+      *errors[2] = Error(static_cast<double>(QuantileOf(modelled.latencies_ns, 0.99)), static_cast<double>(fit.measured_p99_ns));
+    }
+    out.fits.push_back(fit);
+  }
+  return out;
+}
+
+}  // namespace colibri::calibrate
