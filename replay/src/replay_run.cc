@@ -273,6 +273,7 @@ class Metrics {
     reports::AddStepSamples(out->step_ns.data(), steps, std::size(steps), out->layer_batches, raw_step_samples_cap_);
     out->moe_ns += s.total;
     out->steps += batch.tokens();
+    if (batch.layer_index == 0) out->processed_tokens += batch.tokens();
     ++out->layer_batches;
     const uint64_t served = r.l1_hits + r.l2_hits;
     out->lookups += r.distinct_experts;
@@ -301,10 +302,9 @@ class Metrics {
     FlushDecodePass(out);
     for (const auto& [id, t] : requests_) {
       if (t.passes == 0) continue;  // arrived, never run
-      out->request_latency_ns.Add(t.last_end - t.start);
-      out->ttft_ns.Add((t.passes > 1 ? t.first_pass_end : t.last_end) - t.start);
+      reports::AddRequestLatencies({t.start, t.first_pass_end, t.last_end, t.passes}, &out->request_latency_ns,
+                                   &out->ttft_ns, &out->tpot_ns);
       out->queue_ns.Add(t.first_batch - t.start);
-      if (t.passes > 1) out->tpot_ns.Add((t.last_end - t.first_pass_end) / static_cast<int64_t>(t.passes - 1));
       out->passes += t.passes;
       ++out->requests;
     }

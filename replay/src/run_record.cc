@@ -60,28 +60,39 @@ Json ConfigJson(const ReplayConfig& c) {
               {"raw_step_samples_cap", c.raw_step_samples_cap}};
 }
 
-void AddScalars(const ReplayResult& r, reports::RunResults* out) {
-  const double seconds = static_cast<double>(r.elapsed_ns) / 1e9;
-  auto per_s = [seconds](uint64_t n) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; };
+// What replays and local runs both store, from the fields ReplayResult and
+// LocalRunResult name alike: distributions, scalars, tiers, expert load and
+// the hit-rate series.
+template <typename RunResult>
+void AddSharedResults(const RunResult& r, double wall_s, uint64_t processed_tokens, reports::RunResults* out) {
+  out->distributions["request_latency_ns"] = r.request_latency_ns;
+  out->distributions["ttft_ns"] = r.ttft_ns;
+  out->distributions["tpot_ns"] = r.tpot_ns;
+  for (size_t i = 0; i < r.step_ns.size(); ++i) {
+    out->distributions[std::string("step_latency_ns.") + RunResult::kStepNames[i]] = r.step_ns[i];
+  }
   const uint64_t tokens = r.passes;  // one generated token per request pass
+  const reports::Throughput throughput = reports::ThroughputOf(tokens, processed_tokens, r.steps, r.elapsed_ns);
   out->scalars = {{"elapsed_ns", static_cast<double>(r.elapsed_ns)},
-                  {"moe_ns", static_cast<double>(r.moe_ns)},
-                  {"wall_s", r.wall_s},
-                  {"tokens_per_s", per_s(tokens)},
-                  {"steps_per_s", per_s(r.steps)},
+                  {"wall_s", wall_s},
+                  {"tokens_per_s", throughput.tokens_per_s},
+                  {"processed_tokens_per_s", throughput.processed_tokens_per_s},
+                  {"steps_per_s", throughput.steps_per_s},
                   {"steps", static_cast<double>(r.steps)},
                   {"routing_decisions", static_cast<double>(r.steps)},
                   {"layer_batches", static_cast<double>(r.layer_batches)},
                   {"passes", static_cast<double>(r.passes)},
                   {"requests", static_cast<double>(r.requests)},
                   {"read_bytes", static_cast<double>(r.read_bytes)},
-                  {"reads", static_cast<double>(r.reads)},
                   {"read_bytes_per_token", tokens > 0 ? static_cast<double>(r.read_bytes) / tokens : 0.0},
-                  {"queue_full_events", static_cast<double>(r.queue_full_events)},
                   {"prefetch_issued_bytes", static_cast<double>(r.prefetch.issued_bytes)},
                   {"prefetch_hits", static_cast<double>(r.prefetch.hits)},
-                  {"prefetch_wasted_bytes", static_cast<double>(r.prefetch.wasted_bytes)},
-                  {"events", static_cast<double>(r.events)}};
+                  {"prefetch_wasted_bytes", static_cast<double>(r.prefetch.wasted_bytes)}};
+  out->tiers = reports::TiersOf(reports::CacheOutcome{r.lookups, r.served, r.lookups_decode, r.served_decode,
+                                                      r.l1.lookups, r.l1.hits, r.l1_hits_decode, r.l2.lookups,
+                                                      r.l2.hits, r.l2_hits_decode, r.read_bytes});
+  out->expert_load = r.expert_load_counts;
+  out->hit_rate = r.hit_rate;
 }
 
 }  // namespace
@@ -106,23 +117,28 @@ Result<reports::RunInfo> ReplayRunInfo(const ReplayConfig& c) {
 
 reports::RunResults ReplayRunResults(const ReplayResult& r, const std::string& summary_json) {
   reports::RunResults out;
-  AddScalars(r, &out);
+  AddSharedResults(r, r.wall_s, r.processed_tokens, &out);
+  out.scalars.insert({{"moe_ns", static_cast<double>(r.moe_ns)},
+                      {"reads", static_cast<double>(r.reads)},
+                      {"queue_full_events", static_cast<double>(r.queue_full_events)},
+                      {"events", static_cast<double>(r.events)}});
   out.texts = {{"event_digest", r.event_digest},
                {"clock", r.simulated ? "simulated" : "real"},
                {"modelled_layout", r.modelled_layout},
                {"summary_json", summary_json}};
-  out.distributions["request_latency_ns"] = r.request_latency_ns;
-  out.distributions["ttft_ns"] = r.ttft_ns;
-  out.distributions["tpot_ns"] = r.tpot_ns;
   if (r.open_loop) out.distributions["queue_ns"] = r.queue_ns;
-  for (size_t i = 0; i < r.step_ns.size(); ++i) {
-    out.distributions[std::string("step_latency_ns.") + ReplayResult::kStepNames[i]] = r.step_ns[i];
+  return out;
+}
+
+Result<reports::RunResults> LocalRunStoredResults(const LocalRunResult& r, const std::string& summary_json) {
+  reports::RunResults out;
+  AddSharedResults(r, static_cast<double>(r.elapsed_ns) / 1e9, r.prefill_tokens + r.decode_tokens, &out);
+  out.texts = {{"output_digest", r.output_digest}, {"clock", "real"}, {"summary_json", summary_json}};
+  if (r.recording) {
+    COLIBRI_ASSIGN_OR_RETURN(const traces::SourceFile routing, traces::DescribeSourceFile(r.recording->path));
+    out.routing_path = r.recording->path;
+    out.routing_digest = routing.sha256;
   }
-  out.tiers = reports::TiersOf(reports::CacheOutcome{r.lookups, r.served, r.lookups_decode, r.served_decode,
-                                                     r.l1.lookups, r.l1.hits, r.l1_hits_decode, r.l2.lookups,
-                                                     r.l2.hits, r.l2_hits_decode, r.read_bytes});
-  out.expert_load = r.expert_load_counts;
-  out.hit_rate = r.hit_rate;
   return out;
 }
 

@@ -15,5 +15,12 @@ TEST(LatencyJsonTest, SortsAndSummarises) {
   EXPECT_EQ(LatencyJson({})["p99"].get<int64_t>(), 0);
 }
 
+TEST(LatencyJsonTest, SamplesAndThroughputAsBothCommandsPrintThem) {
+  const Json s = SamplesJson(reports::Samples::FromRaw({5, 1, 4, 2, 3}));
+  EXPECT_EQ(s, LatencyJson({5, 1, 4, 2, 3}));
+  const Json t = ThroughputJson(reports::ThroughputOf(21, 33, 99, 1'000'000'000));
+  EXPECT_EQ(t, (Json{{"tokens_per_s", 21.0}, {"processed_tokens_per_s", 33.0}, {"steps_per_s", 99.0}}));
+}
+
 }  // namespace
 }  // namespace colibri::cli

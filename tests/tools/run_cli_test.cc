@@ -1,6 +1,8 @@
 // `colibri run` end to end on a small synthetic model: the output digest is
 // the same whatever the placement (budgets, policy, queue depth, threads,
-// storage backend), the JSON has the documented keys, the recorded trace
+// storage backend) and the library's (replay::RunLocal) for the same
+// workload, the JSON has the documented keys, per-request latencies and
+// throughput follow docs/METRICS.md and are stored, the recorded trace
 // re-reads, and bad input is exit code 2 with a clear message.
 #include <gtest/gtest.h>
 
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "cli_test_util.h"
+#include "colibri/replay/local_run.h"
 
 namespace colibri::cli {
 namespace {
@@ -28,8 +31,9 @@ TEST_F(RunCliTest, OutputDigestDoesNotDependOnPlacement) {
   const Outcome base = Run("--l2-bytes 1G");
   ASSERT_EQ(base.exit_code, 0) << base.err;
   const nlohmann::json j = base.json();
-  for (const char* key : {"output_digest", "tokens_per_s", "steps", "hit_pct_decode", "hit_pct_cum", "read_bytes",
-                          "peak_rss_bytes", "config"}) {
+  for (const char* key : {"output_digest", "tokens_per_s", "processed_tokens_per_s", "throughput", "steps",
+                          "hit_pct_decode", "hit_pct_cum", "read_bytes", "peak_rss_bytes", "config", "request_latency_ns",
+                          "ttft_ns", "tpot_ns"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["steps"].get<uint64_t>(), (3u * 5 + 3u * 6) * 3);  // (token, layer) steps
@@ -44,6 +48,67 @@ TEST_F(RunCliTest, OutputDigestDoesNotDependOnPlacement) {
     ASSERT_EQ(other.exit_code, 0) << flags << ": " << other.err;
     EXPECT_EQ(other.json()["output_digest"], j["output_digest"]) << flags;
   }
+}
+
+// The CLI is the library's workload: the same options, the same digest and load.
+TEST_F(RunCliTest, OutputDigestIsTheLibrarys) {
+  const Outcome cli = Run("--l2-bytes 48K --storage pread --transfer cpu --compute cpu --no-store");
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  replay::LocalRunOptions o;
+  o.model_dir = Model();
+  o.requests = 3;
+  o.prefill_tokens = 5;
+  o.decode_passes = 6;
+  o.l2_bytes = 48 * 1024;
+  o.storage = "pread";
+  o.transfer = o.compute = "cpu";
+  const Result<replay::LocalRunResult> lib = replay::RunLocal(o);
+  ASSERT_TRUE(lib.ok()) << lib.status().message();
+  EXPECT_EQ(cli.json()["output_digest"], lib.value().output_digest);
+  EXPECT_EQ(cli.json()["steps"], lib.value().steps);
+  EXPECT_EQ(cli.json()["cache"]["l2"]["hits"], lib.value().l2.hits);
+  EXPECT_EQ(cli.json()["read_bytes"], lib.value().read_bytes);
+}
+
+// Per request: TTFT to its prefill's end, TPOT over its 6 decode passes,
+// latency to the last pass; tokens/s counts generated tokens (one per request
+// pass), processed_tokens_per_s prompt + decode tokens; all stored raw.
+TEST_F(RunCliTest, PerRequestLatenciesAndThroughputAsReplayDefinesThem) {
+  const Outcome run = Run("--l2-bytes 1G");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json j = run.json();
+  EXPECT_EQ(j["requests"].get<uint64_t>(), 3u);
+  EXPECT_EQ(j["passes"].get<uint64_t>(), 3u * 7);
+  EXPECT_EQ(j["forward_passes"].get<uint64_t>(), 3u + 6);
+  EXPECT_EQ(j["tokens"].get<uint64_t>(), 3u * 5 + 3u * 6);
+  for (const char* key : {"request_latency_ns", "ttft_ns", "tpot_ns"}) {
+    for (const char* p : {"p50", "p90", "p99", "p999", "max", "samples", "source"}) EXPECT_TRUE(j[key].contains(p)) << key << p;
+    EXPECT_EQ(j[key]["samples"].get<uint64_t>(), 3u) << key;
+    EXPECT_EQ(j[key]["source"], "raw") << key;
+  }
+  EXPECT_LT(j["ttft_ns"]["max"].get<int64_t>(), j["request_latency_ns"]["max"].get<int64_t>());
+  EXPECT_LE(j["tpot_ns"]["max"].get<int64_t>() * 6, j["request_latency_ns"]["max"].get<int64_t>());
+  const double seconds = j["elapsed_ns"].get<double>() / 1e9;
+  EXPECT_DOUBLE_EQ(j["wall_s"].get<double>(), seconds);
+  EXPECT_DOUBLE_EQ(j["tokens_per_s"].get<double>(), 21 / seconds);
+  EXPECT_DOUBLE_EQ(j["processed_tokens_per_s"].get<double>(), 33 / seconds);
+  EXPECT_EQ(j["throughput"]["tokens_per_s"], j["tokens_per_s"]);
+  EXPECT_EQ(j["throughput"]["processed_tokens_per_s"], j["processed_tokens_per_s"]);
+  EXPECT_DOUBLE_EQ(j["throughput"]["steps_per_s"].get<double>(), 99 / seconds);
+  // Stored as replay stores its requests: one raw sample per request.
+  const std::string id = std::to_string(j["run_id"].get<int64_t>());
+  const Outcome samples = RunColibri("runs export " + id + " --samples --format json", dir_->path());
+  ASSERT_EQ(samples.exit_code, 0) << samples.err;
+  const nlohmann::json d = samples.json()["runs"][0]["distributions"];
+  for (const char* key : {"request_latency_ns", "ttft_ns", "tpot_ns"}) {
+    ASSERT_EQ(d[key]["values"].size(), 3u) << key;
+    EXPECT_EQ(*std::max_element(d[key]["values"].begin(), d[key]["values"].end()), j[key]["max"]) << key;
+  }
+  const Outcome shown = RunColibri("runs show " + id + " --json", dir_->path());
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  const nlohmann::json scalars = shown.json()["runs"][0]["results"]["scalars"];
+  EXPECT_EQ(scalars["tokens_per_s"], j["tokens_per_s"]);
+  EXPECT_EQ(scalars["processed_tokens_per_s"], j["processed_tokens_per_s"]);
 }
 
 TEST_F(RunCliTest, PrefetchIsReportedAndItsReadsCounted) {

@@ -66,16 +66,8 @@ struct ReplayFlags {
 };
 
 Json HistogramJson(const reports::LatencyHistogram& h) { return PercentilesJson(reports::SummarizeHistogram(h)); }
-Json SamplesJson(const reports::Samples& s) { return PercentilesJson(s.Summarize()); }
 
 Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
-
-// Per second of the run's clock: generated tokens (one per request pass) and (token, layer) steps.
-Json ThroughputJson(const replay::ReplayResult& r) {
-  const double seconds = static_cast<double>(r.elapsed_ns) / 1e9;
-  auto per_s = [seconds](uint64_t n) { return seconds > 0 ? static_cast<double>(n) / seconds : 0.0; };
-  return Json{{"tokens_per_s", per_s(r.passes)}, {"steps_per_s", per_s(r.steps)}};
-}
 
 Json DecodeJson(const replay::DecodePasses& d) {
   return Json{{"passes", d.passes},
@@ -143,7 +135,7 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"tpot_ns", SamplesJson(r.tpot_ns)},
               {"queue_ns", r.open_loop ? SamplesJson(r.queue_ns) : Json(nullptr)},
               {"decode", DecodeJson(r.decode)},
-              {"throughput", ThroughputJson(r)},
+              {"throughput", ThroughputJson(reports::ThroughputOf(r.passes, r.processed_tokens, r.steps, r.elapsed_ns))},
               {"pacing", PacingJson(c, r)},
               {"expert_load", load}};
 }
@@ -153,10 +145,7 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.trace_path = f.trace;
   c.model_dir = f.model_dir;
   c.storage = f.storage;
-  c.transfer = f.hw.transfer;
-  c.compute = f.hw.compute;
-  c.cuda_device = f.hw.cuda_device;
-  c.copy_streams = f.hw.copy_streams;
+  CopyHwFlags(f.hw, &c);
   COLIBRI_ASSIGN_OR_RETURN(c.routing, replay::ParseRoutingMode(f.routing));
   COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &c.router));
   c.l1_bytes = std::stoull(f.l1_bytes);

@@ -29,10 +29,6 @@ void ResolveHwFlags(HwFlags* flags) {
   flags->compute = names.compute;
 }
 
-replay::HwBackendOptions ToHwBackendOptions(const HwFlags& flags, uint32_t threads) {
-  return replay::HwBackendOptions{threads, flags.cuda_device, flags.copy_streams};
-}
-
 Json HwJson(const HwFlags& flags) {
   return Json{{"transfer", flags.transfer},
               {"compute", flags.compute},

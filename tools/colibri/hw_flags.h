@@ -23,8 +23,17 @@ struct HwFlags {
 void AddHwFlags(CLI::App* command, HwFlags* flags, const std::vector<std::string>& names);
 // Replaces "auto" in --transfer and --compute by what it picks on this machine.
 void ResolveHwFlags(HwFlags* flags);
-replay::HwBackendOptions ToHwBackendOptions(const HwFlags& flags, uint32_t threads);
 // {transfer, compute, cuda_device, copy_streams}.
 Json HwJson(const HwFlags& flags);
+
+// Copies the flags into a run's options: any struct with the fields transfer,
+// compute, cuda_device and copy_streams (replay::ReplayConfig, replay::LocalRunOptions).
+template <typename RunOptions>
+void CopyHwFlags(const HwFlags& flags, RunOptions* options) {
+  options->transfer = flags.transfer;
+  options->compute = flags.compute;
+  options->cuda_device = flags.cuda_device;
+  options->copy_streams = flags.copy_streams;
+}
 
 }  // namespace colibri::cli

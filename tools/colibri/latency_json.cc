@@ -12,10 +12,17 @@ Json PercentilesJson(const reports::Percentiles& p) {
 }
 
 Json LatencyJson(std::vector<int64_t> samples) { return PercentilesJson(reports::SummarizeRaw(std::move(samples))); }
+Json SamplesJson(const reports::Samples& samples) { return PercentilesJson(samples.Summarize()); }
 double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
 
 Json TierJson(uint64_t lookups, uint64_t hits) {
   return Json{{"lookups", lookups}, {"hits", hits}, {"misses", lookups - hits}, {"hit_pct_cum", Pct(hits, lookups)}};
+}
+
+Json ThroughputJson(const reports::Throughput& t) {
+  return Json{{"tokens_per_s", t.tokens_per_s},
+              {"processed_tokens_per_s", t.processed_tokens_per_s},
+              {"steps_per_s", t.steps_per_s}};
 }
 
 }  // namespace colibri::cli

@@ -121,8 +121,9 @@ struct ReplayResult {
   uint64_t events = 0;
   bool simulated = true;          // on the simulated clock (false: real clock, emulation)
   uint64_t steps = 0;             // (token, layer) steps
+  uint64_t processed_tokens = 0;  // tokens of the first MoE layer's batches (prompt and decode)
   uint64_t layer_batches = 0;
-  uint64_t passes = 0;
+  uint64_t passes = 0;            // request passes: one generated token each
   uint64_t requests = 0;
   double wall_s = 0;              // the replay loop itself
   int64_t elapsed_ns = 0;         // on the run's clock (simulated_ns when simulated)

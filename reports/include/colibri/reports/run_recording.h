@@ -1,6 +1,10 @@
 // Helpers for whoever records a run (replay, `colibri run`), so both store
 // the same figures the same way.
 //
+// RequestTimes / AddRequestLatencies: the per-request latencies, TTFT and
+// TPOT from a request's pass ends; ThroughputOf: tokens and steps per second
+// (docs/METRICS.md, "Latencies" and "Throughput").
+//
 // HitRateSeries: the cumulative cache outcome over a run, kept to at most
 // kMaxPoints points that span the whole run: a point every `stride` layer
 // batches; when the series is full every other point goes and the stride
@@ -60,5 +64,27 @@ struct CacheOutcome {
 
 // Tiers "all", then "l1" and "l2" when they saw lookups; L2 sees L1's misses.
 std::vector<TierCounters> TiersOf(const CacheOutcome& c);
+
+// One request's passes on a run's clock.
+struct RequestTimes {
+  int64_t start_ns = 0;           // arrival (open loop) or the start of its first layer batch (closed loop)
+  int64_t first_pass_end_ns = 0;  // the end of its first pass (read only when passes > 1)
+  int64_t last_end_ns = 0;        // the end of its last layer batch
+  uint64_t passes = 0;
+};
+
+// Adds a request that ran (passes > 0; others are skipped) to the
+// distributions: request latency = last end - start, TTFT = the end of its
+// first pass - start, and when passes > 1, TPOT = (last end - first pass end)
+// / (passes - 1).
+void AddRequestLatencies(const RequestTimes& t, Samples* request_latency_ns, Samples* ttft_ns, Samples* tpot_ns);
+
+// Per second of a run's clock (all 0 when elapsed_ns <= 0).
+struct Throughput {
+  double tokens_per_s = 0;            // generated tokens: one per request pass
+  double processed_tokens_per_s = 0;  // every token the passes carried (prompt and decode)
+  double steps_per_s = 0;             // (token, MoE layer) steps
+};
+Throughput ThroughputOf(uint64_t request_passes, uint64_t processed_tokens, uint64_t steps, int64_t elapsed_ns);
 
 }  // namespace colibri::reports

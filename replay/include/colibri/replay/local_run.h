@@ -1,0 +1,139 @@
+// RunLocal: the `colibri run` workload on this machine's real engine
+// (engine::LocalEngine): R requests, each a prefill pass of P tokens (request
+// after request), then N decode passes with one token of every request each.
+// Experts stream from the model's experts.bin (io_uring or pread) through the
+// L2 host cache and the L1 pool into the compute backend (hw_backends.h:
+// CpuCompute, or the CUDA backends). Inputs are seeded: token ids (Zipf over
+// a vocabulary) drive per-(request, layer) hidden states with a tunable
+// temporal correlation, so routing has locality. Optionally records every
+// layer's routing as a trace (trace_recorder.h).
+//
+// Determinism: everything runs on the calling thread, in a fixed order; the
+// output digest (FNV-1a 64 over every layer's output, in pass and layer
+// order) depends on the model, the seed, the correlation, the vocabulary, the
+// routing options and the workload's shape only -- never on budgets, policies,
+// prefetch, queue depth, threads or backends. Time is read from the engine's
+// clock (LocalEngine::loop) for measurement only, never for a decision.
+//
+// Timing (docs/METRICS.md, "Latencies"; the replay's closed-loop
+// definitions): the run's clock starts after the engine is open and a pinned
+// hot set preloaded; a request starts at the start of its first layer batch
+// (its prefill pass), TTFT ends at the end of that pass, TPOT is (last pass
+// end - first pass end) / (passes - 1), request latency ends at the end of its
+// last pass. Throughput: reports::ThroughputOf (generated tokens = one per
+// request pass).
+//
+// Ownership: the options borrow routing_log; the result is a plain value (the
+// engine is closed before RunLocal returns). Thread-safety: one run per call;
+// calls on distinct threads share nothing but the model's files (and a
+// routing_log, if the same). Errors (as Status, nothing thrown): bad options
+// (zero requests or prefill tokens, unknown storage, backend or policy names,
+// budgets below one expert, pinned without a hot set), opening the model, the
+// storage or the backends, the engine's and the recorder's errors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "colibri/engine/moe_engine.h"
+#include "colibri/reports/run_recording.h"
+#include "colibri/reports/samples.h"
+#include "colibri/status.h"
+#include "colibri/traces/trace.h"
+#include "colibri/traces/writer.h"
+
+namespace colibri::replay {
+
+struct LocalRunOptions {
+  std::string model_dir;
+  bool verify_checksums = false;  // verify the model's checksums when opening it
+  // The workload.
+  uint32_t requests = 4;
+  uint32_t prefill_tokens = 32;  // per request, one prefill pass each
+  uint32_t decode_passes = 32;   // each one token of every request
+  uint64_t seed = 1;             // the token ids and hidden states
+  double correlation = 0.9;      // temporal correlation of a request's hidden states, in [0, 1)
+  uint32_t vocab = 32000;        // the seeded token ids' vocabulary (Zipf distributed)
+  // The engine.
+  uint64_t l1_bytes = 0;               // 0: no L1
+  uint64_t l2_bytes = 1ull << 30;      // 0: no L2 (every expert streams from storage)
+  std::string l2_policy = "lru";       // engine::CachePolicyNames(); "pinned" needs pin_from and pin_bytes
+  std::string l1_policy = "lru";
+  engine::PrefetchConfig prefetch;     // into L2: none, coact, lookahead
+  std::string pin_from;                // policy "pinned": the profiling trace of the hot set (LearnHotSet)
+  uint64_t pin_bytes = 0;
+  engine::RoutingOptions router;       // mode, load-aware rebalancing, capacity
+  uint32_t queue_depth = 32;           // storage reads in flight
+  uint32_t staging_slots = 4;          // transient expert slots for reads no tier admits
+  uint32_t threads = 1;                // CpuCompute threads
+  std::string storage = "auto";        // auto (io_uring, else pread), uring, pread
+  bool direct_io = true;               // O_DIRECT reads
+  std::string transfer = "auto";       // hw_backends.h names: auto, cpu, cuda
+  std::string compute = "auto";
+  int cuda_device = 0;
+  uint32_t copy_streams = 2;
+  // Per-step latency samples kept raw (over all steps); beyond it histograms only (docs/RUNS.md).
+  uint64_t raw_step_samples_cap = 10'000'000;
+  // Recording (empty path: none): every layer's routing as a trace at record_path.
+  std::string record_path;
+  bool record_logits = false;  // raw router logits
+  bool record_hidden = false;  // the router inputs, fp32
+  bool record_tokens = false;  // the seeded token ids
+  traces::WriterOptions record_writer;
+  traces::Provenance record_provenance;  // the trace header's, as given
+  // Optional: one `[ROUTER] 0x<request id> | EXPERT:<id> | LOAD:<0..1> |
+  // LATENCY:<n>us` line per (token, slot) decision (docs/ROUTING.md). Borrowed.
+  std::FILE* routing_log = nullptr;
+  // Optional: called on the calling thread after every forward pass.
+  std::function<void(uint64_t passes_done, uint64_t passes_total)> on_pass;
+};
+
+// What a recording wrote.
+struct LocalRunRecording {
+  std::string path;
+  uint64_t records = 0;
+};
+
+struct LocalRunResult {
+  std::string output_digest;  // 16 hex digits
+  std::string storage_backend, transfer_backend, compute_backend;  // the backends' names as opened
+  std::vector<std::string> warnings;  // opening (io_uring, O_DIRECT) and sizing (the LRU cliff guard)
+  // The workload as run.
+  uint64_t requests = 0;
+  uint64_t forward_passes = 0;  // requests + decode passes
+  uint64_t passes = 0;          // request passes: one generated token each
+  uint64_t prefill_tokens = 0, decode_tokens = 0;  // the tokens the passes carried
+  uint64_t steps = 0;           // (token, MoE layer) steps
+  uint64_t layer_batches = 0;
+  int64_t elapsed_ns = 0;       // on the engine's clock: the run's start to its last pass's end
+  reports::Throughput throughput;
+  // Caches, per lookup (one distinct expert of a layer batch); "served" = by any tier.
+  uint64_t lookups = 0, served = 0, lookups_decode = 0, served_decode = 0;
+  uint64_t l1_hits_decode = 0, l2_hits_decode = 0;
+  engine::TierCounters l1, l2;
+  engine::PrefetchCounters prefetch;
+  engine::RouterCounters router;
+  uint64_t read_bytes = 0;      // demand reads and prefetches of the layer batches
+  uint64_t preload_bytes = 0;   // policy pinned: the hot set, read before the run's clock starts
+  uint64_t staged = 0, device_staged = 0, dropped_assignments = 0;
+  uint64_t pool_bytes = 0;      // the engine's pools
+  // Per step of the layer batch, one sample per layer batch.
+  static constexpr std::array<const char*, 7> kStepNames = {
+      "routing", "scheduling", "nvme_read", "host_to_device", "compute", "aggregation", "layer_batch"};
+  std::array<reports::Samples, kStepNames.size()> step_ns;
+  // Per request (index = request id), relative to the run's start; and their distributions (raw).
+  std::vector<reports::RequestTimes> request_times;
+  reports::Samples request_latency_ns, ttft_ns, tpot_ns;
+  std::vector<std::vector<uint64_t>> expert_load_counts;  // [MoE layer index][expert] selections
+  std::vector<reports::HitRatePoint> hit_rate;            // cumulative, in run order
+  std::optional<LocalRunRecording> recording;             // set when record_path was
+};
+
+Result<LocalRunResult> RunLocal(const LocalRunOptions& options);
+
+}  // namespace colibri::replay
