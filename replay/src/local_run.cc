@@ -39,18 +39,22 @@ class Fnv1a {
 // selected expert's, LATENCY = the batch's routing step.
 class LoadCounter final : public engine::EngineObserver {
  public:
-  LoadCounter(uint32_t layers, uint32_t experts, std::FILE* log)
-      : loads_(layers, std::vector<uint64_t>(experts, 0)), log_(log) {}
+  LoadCounter(uint32_t layers, uint32_t experts, std::FILE* log, const engine::Clock* clock)
+      : loads_(layers, std::vector<uint64_t>(experts, 0)), log_(log), clock_(clock) {}
   void set_next(engine::EngineObserver* next) { next_ = next; }
   // The rows of the batches routed next (request ids for the log); borrowed.
   void set_rows(const std::vector<BatchRow>* rows) { rows_ = rows; }
   void OnRouting(const engine::RoutingDecision& d) override {
+    const TimeNs start_ns = clock_->Now();
     std::vector<uint64_t>& load = loads_[d.layer_index];
     for (size_t i = 0; i < d.tokens * d.top_k; ++i) ++load[d.expert_ids[i]];
     if (log_ != nullptr && rows_ != nullptr) LogDecisions(d, load);
     if (next_ != nullptr) next_->OnRouting(d);
+    observed_ns_ += clock_->Now() - start_ns;
   }
   const std::vector<std::vector<uint64_t>>& loads() const { return loads_; }
+  // Time spent in OnRouting so far (counting, the log, the recorder): the harness's, not the engine's.
+  TimeNs observed_ns() const { return observed_ns_; }
 
  private:
   void LogDecisions(const engine::RoutingDecision& d, const std::vector<uint64_t>& load) const {
@@ -67,6 +71,8 @@ class LoadCounter final : public engine::EngineObserver {
 
   std::vector<std::vector<uint64_t>> loads_;
   std::FILE* log_;
+  const engine::Clock* clock_;
+  TimeNs observed_ns_ = 0;
   engine::EngineObserver* next_ = nullptr;
   const std::vector<BatchRow>* rows_ = nullptr;
 };
@@ -126,7 +132,7 @@ Result<Rig> OpenRig(const LocalRunOptions& o, std::vector<std::string>* warnings
   if (!rig.local->warning.empty()) warnings->push_back(rig.local->warning);
   for (std::string& w : rig.local->moe->SizingWarnings()) warnings->push_back(std::move(w));
   const engine::ModelConfig& config = rig.local->model.config();
-  rig.loads = std::make_unique<LoadCounter>(config.layers(), config.experts, o.routing_log);
+  rig.loads = std::make_unique<LoadCounter>(config.layers(), config.experts, o.routing_log, &rig.local->loop);
   rig.local->moe->set_observer(rig.loads.get());
   if (!o.record_path.empty()) {
     const RecorderOptions recorder{o.record_logits, o.record_hidden, o.record_writer};
@@ -179,10 +185,13 @@ class Workload {
   const reports::HitRateSeries& hit_rate() const { return hit_rate_; }
 
  private:
-  TimeNs Now() const { return rig_.local->loop.Now() - start_ns_; }
+  // The engine's timeline: the loop's clock since the start, less the harness's own work so far.
+  TimeNs Now() const { return rig_.local->loop.Now() - start_ns_ - harness_ns_ - rig_.loads->observed_ns(); }
+  TimeNs RawNow() const { return rig_.local->loop.Now(); }
 
   // One forward pass: every MoE layer over the rows_ (request, position) tokens, their token ids drawn now.
   Status RunPass(uint64_t pass_id, bool prefill) {
+    TimeNs harness_start_ns = RawNow();
     std::vector<uint32_t> token_ids;
     for (BatchRow& row : rows_) token_ids.push_back(*(row.token_id = tokens_.Next(row.request_id)));
     if (rig_.recorder) {
@@ -199,15 +208,18 @@ class Workload {
       for (size_t i = 0; i < n; ++i) {
         std::copy_n(hidden_.Next(rows_[i].request_id, layer, token_ids[i]), hidden, x.data() + i * hidden);
       }
+      harness_ns_ += RawNow() - harness_start_ns;  // the seeded inputs (and the recorder's pass) are the harness's
       engine::LayerBatchReport report;
       const TimeNs batch_start_ns = Now();
       if (layer == 0) pass_start_ns = batch_start_ns;
       COLIBRI_RETURN_IF_ERROR(rig_.local->moe->Forward(layer, x.data(), n, y.data(), &report, token_ids.data()));
       batch_end_ns = Now();
       if (rig_.recorder && !rig_.recorder->status().ok()) return rig_.recorder->status();
+      harness_start_ns = RawNow();
       AddBatch(report, prefill, batch_end_ns);
       digest_.Add(y.data(), y.size() * sizeof(float));
     }
+    harness_ns_ += RawNow() - harness_start_ns;
     EndPass(pass_start_ns, batch_end_ns);
     return Status::Ok();
   }
@@ -261,6 +273,7 @@ class Workload {
   Fnv1a digest_;
   reports::HitRateSeries hit_rate_;
   TimeNs start_ns_ = 0;
+  TimeNs harness_ns_ = 0;  // the harness's own work: inputs, bookkeeping, the digest (not the engine's)
 };
 
 // The engine's counters and the per-request distributions, once the passes ran.

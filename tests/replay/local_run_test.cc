@@ -71,7 +71,9 @@ TEST_F(LocalRunTest, RequestTimesFollowTheirPasses) {
     EXPECT_LT(t.start_ns, t.first_pass_end_ns);
     EXPECT_LT(t.first_pass_end_ns, t.last_end_ns);
     EXPECT_EQ(t.last_end_ns, last_end_ns) << "every request ends with the last decode pass";
-    if (i > 0) EXPECT_GE(t.start_ns, r.request_times[i - 1].first_pass_end_ns) << "prefills run one after another";
+    if (i > 0) {
+      EXPECT_GE(t.start_ns, r.request_times[i - 1].first_pass_end_ns) << "prefills run one after another";
+    }
     EXPECT_EQ(r.ttft_ns.raw()[i], t.first_pass_end_ns - t.start_ns);
     EXPECT_EQ(r.request_latency_ns.raw()[i], t.last_end_ns - t.start_ns);
     EXPECT_LT(r.ttft_ns.raw()[i], r.request_latency_ns.raw()[i]);

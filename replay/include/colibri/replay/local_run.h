@@ -16,8 +16,11 @@
 // clock (LocalEngine::loop) for measurement only, never for a decision.
 //
 // Timing (docs/METRICS.md, "Latencies"; the replay's closed-loop
-// definitions): the run's clock starts after the engine is open and a pinned
-// hot set preloaded; a request starts at the start of its first layer batch
+// definitions) is on the engine's timeline: the loop's clock from the run's
+// start (after the engine is open and a pinned hot set preloaded) less the
+// harness's own work, which is not the engine's and which no model charges:
+// making the seeded inputs, the observers (load counting, the routing log,
+// the recorder) and the output digest. A request starts at the start of its first layer batch
 // (its prefill pass), TTFT ends at the end of that pass, TPOT is (last pass
 // end - first pass end) / (passes - 1), request latency ends at the end of its
 // last pass. Throughput: reports::ThroughputOf (generated tokens = one per

@@ -1,0 +1,48 @@
+// Measuring the engine's own host work for a measured machine profile
+// (sim/host_work_fit.h): the real engine (engine::LocalEngine: io_uring,
+// CpuCompute) runs layer batches of 1 to 256 tokens on a small synthetic
+// model of the studied router shape (experts, top-k, hidden; a tiny
+// intermediate size, since the FFNs are not what is measured here), once
+// with every expert resident in L2 (no reads: routing, scheduling, gather
+// and aggregation alone) and once with no L2 (every expert read: the cost of
+// submitting reads). The gate GEMV is timed apart on CpuCompute (it is also
+// the profile's gate table), and each step is fitted.
+//
+// These are synthetic micro-workloads, one batch shape at a time: nothing
+// like the fidelity harness's whole workloads (replay/fidelity.h).
+// Ownership: writes its model under work_dir (removed afterwards).
+// Thread-safety: one call at a time per work_dir. Errors: Status values.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "colibri/sim/hardware.h"
+#include "colibri/sim/host_work_fit.h"
+#include "colibri/status.h"
+
+namespace colibri::calibrate {
+
+struct HostWorkRunsOptions {
+  std::string work_dir;                 // the synthetic model goes here
+  uint32_t experts = 64;
+  uint32_t top_k = 4;
+  uint32_t hidden = 2048;
+  std::vector<uint32_t> tokens = {1, 2, 4, 8, 16, 32, 64, 128, 256};
+  uint32_t repeats = 5;                 // batches per token count and layer
+  uint32_t threads = 1;                 // CpuCompute's (the engine's own work is single-threaded)
+  uint64_t seed = 1;
+  std::function<void(size_t, size_t)> progress;  // (done, total); may be empty
+};
+
+struct HostWorkMeasurement {
+  std::vector<sim::HostWorkSample> samples;
+  sim::HostWorkFit fit;
+  sim::KernelTimes gate;                // the gate GEMV's median per token count (threads = options.threads)
+};
+
+Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& options);
+
+}  // namespace colibri::calibrate

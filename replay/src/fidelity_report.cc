@@ -1,0 +1,215 @@
+// Renderings of a fidelity report (colibri/replay/fidelity.h): JSON,
+// markdown and an HTML page of CDF overlays (reports/curves_html.h).
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "colibri/replay/fidelity.h"
+#include "colibri/reports/curves_html.h"
+#include "colibri/reports/distribution_compare.h"
+
+namespace colibri::replay {
+namespace {
+
+using Json = nlohmann::json;
+
+Json Optional(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
+
+Json StatJson(const StatComparison& s) {
+  return Json{{"measured", s.measured},
+              {"measured_median", s.measured_median},
+              {"predicted", s.predicted},
+              {"error", Optional(s.error)},
+              {"noise_floor", Optional(s.noise_floor)}};
+}
+
+Json DistributionJson(const DistributionComparison& d) {
+  return Json{{"p50", StatJson(d.p50)},
+              {"p90", StatJson(d.p90)},
+              {"p99", StatJson(d.p99)},
+              {"ks_distance", d.ks_distance},
+              {"measured_samples", d.measured_samples.size()},
+              {"predicted_samples", d.predicted_samples.size()}};
+}
+
+std::string Pct(const std::optional<double>& v) {
+  if (!v) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%+.1f%%", *v * 100);
+  return text;
+}
+
+std::string Abs(const std::optional<double>& v) {
+  if (!v) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f%%", *v * 100);
+  return text;
+}
+
+// A time in ns, in the unit that reads best.
+std::string Time(double ns) {
+  char text[32];
+  if (ns >= 1e9) {
+    std::snprintf(text, sizeof(text), "%.2f s", ns / 1e9);
+  } else if (ns >= 1e6) {
+    std::snprintf(text, sizeof(text), "%.2f ms", ns / 1e6);
+  } else if (ns >= 1e3) {
+    std::snprintf(text, sizeof(text), "%.1f us", ns / 1e3);
+  } else {
+    std::snprintf(text, sizeof(text), "%.0f ns", ns);
+  }
+  return text;
+}
+
+std::string Row(const std::string& what, const StatComparison& s, bool time) {
+  char rate[32];
+  std::snprintf(rate, sizeof(rate), "%.2f", s.predicted);
+  char measured[32];
+  std::snprintf(measured, sizeof(measured), "%.2f", s.measured_median);
+  return "| " + what + " | " + (time ? Time(s.measured_median) : std::string(measured)) + " | " +
+         (time ? Time(s.predicted) : std::string(rate)) + " | " + Pct(s.error) + " | " + Abs(s.noise_floor) + " |\n";
+}
+
+void DistributionRows(const DistributionComparison& d, std::string* out) {
+  *out += Row(d.name + " P50", d.p50, true);
+  *out += Row(d.name + " P90", d.p90, true);
+  *out += Row(d.name + " P99", d.p99, true);
+}
+
+}  // namespace
+
+std::string FidelityJson(const FidelityReport& r) {
+  Json cases = Json::array();
+  for (const FidelityCaseResult& c : r.cases) {
+    Json steps = Json::object();
+    for (const DistributionComparison& d : c.steps) steps[d.name] = DistributionJson(d);
+    cases.push_back(Json{{"name", c.config.name},
+                         {"dtype", c.config.dtype},
+                         {"l2_over_token_cycle", c.config.l2_over_token_cycle},
+                         {"l2_bytes", c.l2_bytes},
+                         {"queue_depth", c.config.queue_depth},
+                         {"requests", c.config.requests},
+                         {"prefill_tokens", c.config.prefill_tokens},
+                         {"decode_passes", c.config.decode_passes},
+                         {"threads", c.config.threads},
+                         {"prefetch", c.config.prefetch},
+                         {"steps", steps},
+                         {"tokens_per_s", StatJson(c.tokens_per_s)},
+                         {"ttft_ns", DistributionJson(c.ttft)},
+                         {"tpot_ns", DistributionJson(c.tpot)},
+                         {"request_latency_ns", DistributionJson(c.request_latency)},
+                         {"layer_batch_correlation", Optional(c.layer_batch_correlation)},
+                         {"measured_run_ids", c.measured_run_ids},
+                         {"predicted_run_id", c.predicted_run_id},
+                         {"misses", c.misses}});
+  }
+  size_t met = 0;
+  for (const FidelityCaseResult& c : r.cases) met += c.misses.empty();
+  return Json{{"grid", r.grid},
+              {"machine", r.machine},
+              {"model",
+               {{"layers", r.model.layers},
+                {"experts", r.model.experts},
+                {"top_k", r.model.top_k},
+                {"hidden", r.model.hidden},
+                {"intermediate", r.model.intermediate}}},
+              {"repeats", r.repeats},
+              {"error_definition", "(predicted - median of the measured runs) / that median"},
+              {"noise_floor_definition", "(largest - smallest measured) / their median"},
+              {"cases", cases},
+              {"cases_meeting_every_target", met},
+              {"warnings", r.warnings},
+              {"report_run_id", r.report_run_id}}
+      .dump(2);
+}
+
+std::string FidelityMarkdown(const FidelityReport& r) {
+  std::string out = "# Fidelity: " + r.machine + " against this machine's engine\n\n";
+  char model[200];
+  std::snprintf(model, sizeof(model),
+                "Grid `%s`: synthetic model %u layers x %u experts, top-%u, H %u, I %u; %u real runs per "
+                "configuration.\n\n",
+                r.grid.c_str(), r.model.layers, r.model.experts, r.model.top_k, r.model.hidden, r.model.intermediate,
+                r.repeats);
+  out += model;
+  out += "Error = (predicted - median of the measured runs) / that median; noise = (largest - smallest measured) / "
+         "their median.\n\n";
+  for (const std::string& w : r.warnings) out += "> warning: " + w + "\n\n";
+  out += "| configuration | layer_batch P50 | layer_batch P99 | tokens/s | TTFT P50 | TPOT P50 | KS (layer_batch) | "
+         "corr | targets |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const FidelityCaseResult& c : r.cases) {
+    const DistributionComparison& lb = c.steps.back();
+    char ks[32];
+    std::snprintf(ks, sizeof(ks), "%.2f", lb.ks_distance);
+    char corr[32] = "n/a";
+    if (c.layer_batch_correlation) std::snprintf(corr, sizeof(corr), "%.2f", *c.layer_batch_correlation);
+    out += "| " + c.config.name + " | " + Pct(lb.p50.error) + " | " + Pct(lb.p99.error) + " | " +
+           Pct(c.tokens_per_s.error) + " | " + Pct(c.ttft.p50.error) + " | " + Pct(c.tpot.p50.error) + " | " + ks +
+           " | " + corr + " | " + (c.misses.empty() ? "met" : std::to_string(c.misses.size()) + " missed") + " |\n";
+  }
+  for (const FidelityCaseResult& c : r.cases) {
+    char head[256];
+    std::snprintf(head, sizeof(head),
+                  "\n## %s\n\n%s, L2 %.2f x T (%llu bytes), queue depth %u, %u requests, %u prefill + %u decode, "
+                  "%u thread(s), prefetch %s\n\n",
+                  c.config.name.c_str(), c.config.dtype.c_str(), c.config.l2_over_token_cycle,
+                  static_cast<unsigned long long>(c.l2_bytes), c.config.queue_depth, c.config.requests,
+                  c.config.prefill_tokens, c.config.decode_passes, c.config.threads, c.config.prefetch.c_str());
+    out += head;
+    out += "| statistic | measured (median) | predicted | error | noise |\n|---|---:|---:|---:|---:|\n";
+    for (const DistributionComparison& d : c.steps) DistributionRows(d, &out);
+    out += Row("tokens/s", c.tokens_per_s, false);
+    DistributionRows(c.ttft, &out);
+    DistributionRows(c.tpot, &out);
+    DistributionRows(c.request_latency, &out);
+    for (const std::string& miss : c.misses) out += "\n- misses " + miss;
+    if (!c.misses.empty()) out += "\n";
+  }
+  return out;
+}
+
+std::string FidelityHtml(const FidelityReport& r) {
+  reports::CurvesPage page;
+  page.title = "Fidelity: " + r.machine + " against this machine's engine";
+  page.notes.push_back("Grid " + r.grid + "; each chart overlays the predicted CDF (the replay on the profile) on the "
+                       "measured one (the first real run) of one step.");
+  for (const std::string& w : r.warnings) page.notes.push_back("warning: " + w);
+  page.table_header = {"configuration", "layer_batch P50", "layer_batch P99", "tokens/s", "TTFT P50", "TPOT P50",
+                       "targets"};
+  for (const FidelityCaseResult& c : r.cases) {
+    const DistributionComparison& lb = c.steps.back();
+    page.table_rows.push_back({c.config.name, Pct(lb.p50.error), Pct(lb.p99.error), Pct(c.tokens_per_s.error),
+                               Pct(c.ttft.p50.error), Pct(c.tpot.p50.error),
+                               c.misses.empty() ? "met" : std::to_string(c.misses.size()) + " missed"});
+    for (const DistributionComparison& d : c.steps) {
+      if (d.measured_samples.empty() && d.predicted_samples.empty()) continue;
+      int64_t lo = INT64_MAX, hi = 0;
+      for (const auto* v : {&d.measured_samples, &d.predicted_samples}) {
+        for (int64_t x : *v) {
+          lo = std::min(lo, x);
+          hi = std::max(hi, x);
+        }
+      }
+      if (hi <= 0) continue;  // a step that takes no time
+      lo = std::max<int64_t>(lo, 1);
+      reports::CurvesChart chart;
+      chart.name = c.config.name + "-" + d.name;
+      chart.title = c.config.name + ": " + d.name;
+      chart.x_label = "ns";
+      chart.y_label = "CDF";
+      chart.y_min = 0;
+      chart.y_max = 1;
+      for (const auto& [label, samples] : {std::pair<const char*, const std::vector<int64_t>*>{"measured", &d.measured_samples},
+                                           {"predicted", &d.predicted_samples}}) {
+        reports::CurveSeries series;
+        series.label = label;
+        for (const auto& [x, y] : reports::EmpiricalCdf(*samples, lo, hi, 64)) series.points.emplace_back(static_cast<double>(x), y);
+        chart.series.push_back(std::move(series));
+      }
+      page.charts.push_back(std::move(chart));
+    }
+  }
+  return reports::RenderCurvesHtml(page);
+}
+
+}  // namespace colibri::replay
