@@ -60,7 +60,7 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
   const uint64_t everything = uint64_t{kLayers} * o.experts * made.layout.block_bytes;
 
   HostWorkMeasurement out;
-  const size_t total = 2 * o.tokens.size() + o.tokens.size();
+  const size_t total = 2 * o.tokens.size() + o.gate_threads.size();
   size_t done = 0;
   // Two engines: everything resident (after the first batches), and no L2 (every expert read).
   for (const uint64_t l2_bytes : {everything, uint64_t{0}}) {
@@ -107,29 +107,37 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
       if (o.progress) o.progress(++done, total);
     }
   }
-  // The gate GEMV alone, as the engine calls it, on a fresh CpuCompute.
+  // The gate GEMV alone, as the engine calls it, on a fresh CpuCompute per thread count.
   COLIBRI_ASSIGN_OR_RETURN(engine::Model opened, engine::OpenModel(model.dir, /*verify_checksums=*/false));
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::CpuCompute> compute,
-                           engine::CpuCompute::Create(engine::CpuComputeOptions{o.threads, std::nullopt}));
   engine::MonotonicClock clock;
-  out.gate.dtype = "fp32";
-  out.gate.rows = o.experts;
-  out.gate.hidden = o.hidden;
-  out.gate.threads = o.threads;
-  std::map<uint32_t, engine::TimeNs> gate_ns;
-  for (uint32_t tokens : o.tokens) {
-    const std::vector<float> x = Inputs(o.seed + tokens, tokens, o.hidden);
-    std::vector<float> logits(size_t{tokens} * o.experts);
-    std::vector<engine::TimeNs> times;
-    for (uint32_t r = 0; r < std::max<uint32_t>(o.repeats, 5); ++r) {
-      const engine::TimeNs start = clock.Now();
-      COLIBRI_RETURN_IF_ERROR(compute->GateGemv(opened.GateWeight(0), opened.GateBias(0), o.experts, o.hidden, x.data(),
-                                                tokens, logits.data()));
-      times.push_back(clock.Now() - start);
+  std::map<uint32_t, engine::TimeNs> gate_ns;  // at the engine runs' thread count
+  if (std::find(o.gate_threads.begin(), o.gate_threads.end(), o.threads) == o.gate_threads.end()) {
+    return Status::InvalidArgument("host work runs: the engine's thread count must be among the gate's");
+  }
+  for (uint32_t threads : o.gate_threads) {
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::CpuCompute> compute,
+                             engine::CpuCompute::Create(engine::CpuComputeOptions{threads, std::nullopt}));
+    sim::KernelTimes gate;
+    gate.dtype = "fp32";
+    gate.rows = o.experts;
+    gate.hidden = o.hidden;
+    gate.threads = threads;
+    for (uint32_t tokens : o.tokens) {
+      const std::vector<float> x = Inputs(o.seed + tokens, tokens, o.hidden);
+      std::vector<float> logits(size_t{tokens} * o.experts);
+      std::vector<engine::TimeNs> times;
+      for (uint32_t r = 0; r < std::max<uint32_t>(o.repeats, 5); ++r) {
+        const engine::TimeNs start = clock.Now();
+        COLIBRI_RETURN_IF_ERROR(compute->GateGemv(opened.GateWeight(0), opened.GateBias(0), o.experts, o.hidden,
+                                                  x.data(), tokens, logits.data()));
+        times.push_back(clock.Now() - start);
+      }
+      const engine::TimeNs median = std::max<engine::TimeNs>(1, MedianNs(times));
+      if (threads == o.threads) gate_ns[tokens] = median;
+      gate.tokens.push_back(tokens);
+      gate.ns.push_back(median);
     }
-    gate_ns[tokens] = std::max<engine::TimeNs>(1, MedianNs(times));
-    out.gate.tokens.push_back(tokens);
-    out.gate.ns.push_back(gate_ns[tokens]);
+    out.gate.push_back(std::move(gate));
     if (o.progress) o.progress(++done, total);
   }
   for (sim::HostWorkSample& s : out.samples) s.gate_ns = gate_ns[static_cast<uint32_t>(s.tokens)];

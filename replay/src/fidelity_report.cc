@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "colibri/replay/fidelity.h"
+#include "colibri/reports/compare.h"
 #include "colibri/reports/curves_html.h"
 #include "colibri/reports/distribution_compare.h"
 
@@ -46,28 +47,10 @@ std::string Abs(const std::optional<double>& v) {
   return text;
 }
 
-// A time in ns, in the unit that reads best.
-std::string Time(double ns) {
-  char text[32];
-  if (ns >= 1e9) {
-    std::snprintf(text, sizeof(text), "%.2f s", ns / 1e9);
-  } else if (ns >= 1e6) {
-    std::snprintf(text, sizeof(text), "%.2f ms", ns / 1e6);
-  } else if (ns >= 1e3) {
-    std::snprintf(text, sizeof(text), "%.1f us", ns / 1e3);
-  } else {
-    std::snprintf(text, sizeof(text), "%.0f ns", ns);
-  }
-  return text;
-}
-
 std::string Row(const std::string& what, const StatComparison& s, bool time) {
-  char rate[32];
-  std::snprintf(rate, sizeof(rate), "%.2f", s.predicted);
-  char measured[32];
-  std::snprintf(measured, sizeof(measured), "%.2f", s.measured_median);
-  return "| " + what + " | " + (time ? Time(s.measured_median) : std::string(measured)) + " | " +
-         (time ? Time(s.predicted) : std::string(rate)) + " | " + Pct(s.error) + " | " + Abs(s.noise_floor) + " |\n";
+  const std::string unit = time ? "ns" : "1/s";
+  return "| " + what + " | " + reports::FormatValue(s.measured_median, unit) + " | " +
+         reports::FormatValue(s.predicted, unit) + " | " + Pct(s.error) + " | " + Abs(s.noise_floor) + " |\n";
 }
 
 void DistributionRows(const DistributionComparison& d, std::string* out) {

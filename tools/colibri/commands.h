@@ -27,6 +27,7 @@ void AddCacheCommands(CLI::App* app, int* exit_code);           // cmd_cache.cc:
 void AddReproCommand(CLI::App* app, int* exit_code);            // cmd_repro.cc: repro SPEC [--minimize]
 void AddRouteCommands(CLI::App* app, int* exit_code);           // cmd_route.cc: route stability
 void AddFidelityCommand(CLI::App* app, int* exit_code);         // cmd_fidelity.cc
+void AddCalibrateCommand(CLI::App* app, int* exit_code);        // cmd_calibrate.cc
 
 // Parses and runs one command line (argv without the program name): what
 // main() does, and what `runs rerun` does with a stored run's argv. Returns the exit code.

@@ -32,7 +32,8 @@ struct HostWorkRunsOptions {
   uint32_t hidden = 2048;
   std::vector<uint32_t> tokens = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   uint32_t repeats = 5;                 // batches per token count and layer
-  uint32_t threads = 1;                 // CpuCompute's (the engine's own work is single-threaded)
+  uint32_t threads = 1;                 // CpuCompute's in the engine runs (the engine's own work is single-threaded)
+  std::vector<uint32_t> gate_threads = {1};  // the gate GEMV's table columns (threads must be among them)
   uint64_t seed = 1;
   std::function<void(size_t, size_t)> progress;  // (done, total); may be empty
 };
@@ -40,7 +41,7 @@ struct HostWorkRunsOptions {
 struct HostWorkMeasurement {
   std::vector<sim::HostWorkSample> samples;
   sim::HostWorkFit fit;
-  sim::KernelTimes gate;                // the gate GEMV's median per token count (threads = options.threads)
+  std::vector<sim::KernelTimes> gate;   // the gate GEMV's median per token count, one entry per gate_threads
 };
 
 Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& options);
