@@ -12,6 +12,7 @@
 #include "colibri/replay/hw_backends.h"
 #include "cache_lab_predictor.h"
 #include "colibri/replay/continuous_batching.h"
+#include "colibri/replay/dense_cost.h"
 #include "colibri/replay/request_store.h"
 #include "colibri/reports/run_recording.h"
 #include "colibri/traces/arrivals.h"
@@ -255,8 +256,9 @@ struct RequestTimes {
 // Accumulates one replay's metrics, batch by batch.
 class Metrics {
  public:
-  Metrics(uint32_t layers, uint32_t experts, uint64_t raw_step_samples_cap)
-      : loads_(layers, std::vector<uint64_t>(experts, 0)), raw_step_samples_cap_(raw_step_samples_cap) {}
+  Metrics(uint32_t layers, uint32_t experts, uint64_t raw_step_samples_cap, bool decode_series)
+      : loads_(layers, std::vector<uint64_t>(experts, 0)), raw_step_samples_cap_(raw_step_samples_cap),
+        decode_series_(decode_series) {}
 
   // The run's clock starts at `at` (the hit-rate series counts from there).
   void Start(engine::TimeNs at) { run_start_ = at; }
@@ -286,7 +288,7 @@ class Metrics {
     }
     hit_rate_.Add(out->layer_batches, end - run_start_, out->lookups, out->served);
     out->staged += r.staged;
-    if (!batch.prefill) AddDecode(batch, r, end - start, out);
+    if (!batch.prefill) AddDecode(batch, r, dense_ns, end - start, out);
     std::vector<uint64_t>& load = loads_[batch.layer_index];
     for (uint32_t id : batch.expert_ids) {
       if (id < load.size()) ++load[id];
@@ -315,8 +317,8 @@ class Metrics {
 
  private:
   // Sums a decode layer batch into its pass; a new pass id closes the previous pass.
-  void AddDecode(const LayerBatch& batch, const engine::LayerBatchReport& r, engine::TimeNs elapsed_ns,
-                 ReplayResult* out) {
+  void AddDecode(const LayerBatch& batch, const engine::LayerBatchReport& r, engine::TimeNs dense_ns,
+                 engine::TimeNs elapsed_ns, ReplayResult* out) {
     if (!pass_open_ || batch.pass_id != pass_id_) {
       FlushDecodePass(out);
       pass_open_ = true;
@@ -326,6 +328,7 @@ class Metrics {
     }
     pass_read_bytes_ += r.read_bytes + r.prefetch_bytes;
     pass_nvme_read_ns_ += r.step_ns.nvme_read;
+    pass_dense_ns_ += dense_ns;
     pass_elapsed_ns_ += elapsed_ns;
     out->decode.read_bytes += r.read_bytes + r.prefetch_bytes;
     out->decode.nvme_read_ns += r.step_ns.nvme_read;
@@ -339,9 +342,12 @@ class Metrics {
     out->decode.read_bytes_per_pass.Add(static_cast<int64_t>(pass_read_bytes_));
     out->decode.nvme_read_ns_per_pass.Add(pass_nvme_read_ns_);
     out->decode.elapsed_ns_per_pass.Add(pass_elapsed_ns_);
+    if (decode_series_) {
+      out->decode.series.push_back({pass_read_bytes_, pass_nvme_read_ns_, pass_dense_ns_, pass_elapsed_ns_});
+    }
     pass_open_ = false;
     pass_read_bytes_ = 0;
-    pass_nvme_read_ns_ = pass_elapsed_ns_ = 0;
+    pass_nvme_read_ns_ = pass_dense_ns_ = pass_elapsed_ns_ = 0;
   }
 
   void Touch(uint64_t request, uint64_t pass, engine::TimeNs start, engine::TimeNs end) {
@@ -366,6 +372,7 @@ class Metrics {
 
   std::vector<std::vector<uint64_t>> loads_;
   uint64_t raw_step_samples_cap_;
+  bool decode_series_;
   reports::HitRateSeries hit_rate_;
   engine::TimeNs run_start_ = 0;
   std::map<uint64_t, RequestTimes> requests_;  // ordered: deterministic iteration
@@ -374,15 +381,17 @@ class Metrics {
   bool pass_open_ = false;  // the decode pass being summed
   uint64_t pass_id_ = 0;
   uint64_t pass_read_bytes_ = 0;
-  engine::TimeNs pass_nvme_read_ns_ = 0, pass_elapsed_ns_ = 0;
+  engine::TimeNs pass_nvme_read_ns_ = 0, pass_dense_ns_ = 0, pass_elapsed_ns_ = 0;
 };
 
 // One replay in progress: the rig, the replayer and the metrics, batch by batch.
 class Runner {
  public:
-  Runner(const ReplayConfig& c, const traces::ModelShape& shape, Rig* rig, EngineReplayer* replayer)
-      : c_(c), shape_(shape), rig_(rig), replayer_(replayer),
-        metrics_(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer, c.raw_step_samples_cap) {
+  Runner(const ReplayConfig& c, const traces::ModelShape& shape, Rig* rig, EngineReplayer* replayer,
+         const DenseCost* dense)
+      : c_(c), shape_(shape), rig_(rig), replayer_(replayer), dense_(dense),
+        metrics_(static_cast<uint32_t>(shape.moe_layer_ids.size()), shape.experts_per_layer, c.raw_step_samples_cap,
+                 c.decode_series) {
     metrics_.Start(rig->loop->Now());
   }
 
@@ -391,12 +400,13 @@ class Runner {
     if (c_.hook != nullptr) COLIBRI_RETURN_IF_ERROR(c_.hook->BeforeBatch(&batch));
     engine::EventLoop& loop = *rig_->loop;
     const engine::TimeNs start = loop.Now();
-    engine::TimeNs dense_ns = 0;
-    if (rig_->sim_compute != nullptr && batch.layer_index < shape_.dense_bytes.size()) {
-      dense_ns = rig_->sim_compute->DenseLayerNs(shape_.dense_bytes[batch.layer_index]);
+    COLIBRI_ASSIGN_OR_RETURN(const DenseCostParts dense, dense_->ForBatch(batch));
+    const engine::TimeNs dense_ns = dense.total_ns();
+    if (dense.charged) {
       loop.WaitUntil(start + dense_ns);
-      rig_->log.Span(start, start + dense_ns, sim::EventKind::kDense, batch.layer_index,
-                     shape_.dense_bytes[batch.layer_index]);
+      const uint64_t dense_bytes = batch.layer_index < shape_.dense_bytes.size() ? shape_.dense_bytes[batch.layer_index] : 0;
+      rig_->log.Span(start, start + dense_ns, sim::EventKind::kDense, batch.layer_index, dense_bytes);
+      out->dense_cost.Add(dense);
     }
     engine::LayerBatchReport report;
     const Status run = replayer_->Run(batch, &report);
@@ -459,6 +469,7 @@ class Runner {
   const traces::ModelShape& shape_;
   Rig* rig_;
   EngineReplayer* replayer_;
+  const DenseCost* dense_;
   Metrics metrics_;
 };
 
@@ -502,6 +513,8 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.simulated = rig->sim_compute != nullptr && c.storage == "sim" && c.transfer == "sim";
   out.modelled_layout = rig->modelled_layout;
   out.warnings = rig->engine->SizingWarnings();
+  COLIBRI_ASSIGN_OR_RETURN(const DenseCost dense, DenseCost::Make(shape, rig->sim_compute, c.machine, c.l2_bytes, c.seed));
+  out.warnings.insert(out.warnings.end(), dense.warnings().begin(), dense.warnings().end());
   // A measured profile describes the machine it was measured on (sim/machine_identity.h).
   if (const std::string elsewhere = sim::IdentityMismatch(c.machine.machine.identity, sim::ThisMachineIdentity());
       !elsewhere.empty() && out.simulated) {
@@ -511,7 +524,7 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.open_loop = c.pacing == Pacing::kOpen;
   COLIBRI_RETURN_IF_ERROR(rig->engine->PreloadPinned());  // start-up, before the run's clock starts
   out.preload_bytes = rig->engine->preloaded_bytes();
-  Runner runner(c, shape, rig.get(), &replayer);
+  Runner runner(c, shape, rig.get(), &replayer, &dense);
   const auto wall_start = std::chrono::steady_clock::now();
   const engine::TimeNs run_start = rig->loop->Now();
   LayerBatchReader batches(reader.get());

@@ -17,6 +17,7 @@ constexpr std::string_view kGateEntryFields[] = {"experts", "hidden", "threads",
 constexpr std::string_view kDtypeNames[] = {"fp32", "bf16", "fp16", "int8"};
 constexpr std::string_view kIdentityFields[] = {"cpu_model", "cpu_flags", "cores",       "ram_bytes",
                                                 "kernel",    "block_device", "measured_on", "commit"};
+constexpr std::string_view kHostMemoryFields[] = {"ram_bytes", "available_bytes", "fault_read_bytes"};
 constexpr uint64_t kAlignmentBytes = 4096;
 constexpr uint32_t kMaxQueueDepth = 32768;
 constexpr size_t kMaxQuantiles = 64;
@@ -238,6 +239,24 @@ Status ReadMachineIdentity(Reader& r, const Json& doc, MachineIdentity* identity
   COLIBRI_ASSIGN_OR_RETURN(identity->block_device, r.String(*object, prefix, "block_device", /*nonempty=*/false));
   COLIBRI_ASSIGN_OR_RETURN(identity->measured_on, r.String(*object, prefix, "measured_on"));
   COLIBRI_ASSIGN_OR_RETURN(identity->commit, r.String(*object, prefix, "commit", /*nonempty=*/false));
+  return Status::Ok();
+}
+
+Status ReadHostMemory(Reader& r, const Json& doc, HostMemoryProfile* host_memory) {
+  COLIBRI_ASSIGN_OR_RETURN(const Json* object, OptionalObject(r, doc, "host_memory", kHostMemoryFields));
+  if (object == nullptr) return Status::Ok();
+  const std::string prefix = "host_memory.";
+  COLIBRI_ASSIGN_OR_RETURN(host_memory->ram_bytes, r.Figure(*object, prefix, "ram_bytes", Range::Positive()));
+  const Range available{1, host_memory->ram_bytes, "at most host_memory.ram_bytes"};
+  COLIBRI_ASSIGN_OR_RETURN(host_memory->available_bytes, r.Figure(*object, prefix, "available_bytes", available));
+  const Range fault{kAlignmentBytes, uint64_t{1} << 30, nullptr};
+  COLIBRI_ASSIGN_OR_RETURN(host_memory->fault_read_bytes, r.Figure(*object, prefix, "fault_read_bytes", fault));
+  if (host_memory->fault_read_bytes % kAlignmentBytes != 0) {
+    return r.Error(prefix + "fault_read_bytes.value", "expected a multiple of 4096 (whole pages)",
+                   &(*object)["fault_read_bytes"]["value"]);
+  }
+  host_memory->figures = r.TakeFigures();
+  host_memory->present = true;
   return Status::Ok();
 }
 

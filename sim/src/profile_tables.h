@@ -23,6 +23,9 @@ Status ReadKernelTable(Reader& r, const Json& doc, const char* key, bool gate, K
 // doc["host_work"] and doc["identity"] of a machine, when present.
 Status ReadHostWork(Reader& r, const Json& doc, HostWorkProfile* host_work);
 Status ReadMachineIdentity(Reader& r, const Json& doc, MachineIdentity* identity);
+// doc["host_memory"] of a machine, when present: every field a figure. Takes
+// the reader's figures (call it before any other figure is read).
+Status ReadHostMemory(Reader& r, const Json& doc, HostMemoryProfile* host_memory);
 
 // The JSON the readers accept.
 Json ReadGridJson(const ReadGrid& grid);

@@ -35,7 +35,7 @@ constexpr std::string_view kComputeFields[] = {"kind", "id", "name", "compute_ki
                                                "ffn_table", "gate_table"};
 constexpr std::string_view kDtypes[] = {"fp32", "bf16", "fp16", "int8"};
 constexpr std::string_view kMachineFields[] = {"kind", "name", "description", "nvme", "pcie",
-                                               "compute", "host_work", "identity"};
+                                               "compute", "host_work", "host_memory", "identity"};
 constexpr uint32_t kMaxPcieGeneration = 7;
 
 // Records the message of the first syntax error; everything else is accepted.
@@ -168,6 +168,7 @@ Result<MachineProfile> MachineFromJson(const Json& doc, const std::string& origi
   COLIBRI_ASSIGN_OR_RETURN(m.pcie, r.Id(doc, "pcie"));
   COLIBRI_ASSIGN_OR_RETURN(m.compute, r.Id(doc, "compute"));
   COLIBRI_RETURN_IF_ERROR(ReadHostWork(r, doc, &m.host_work));
+  COLIBRI_RETURN_IF_ERROR(ReadHostMemory(r, doc, &m.host_memory));
   COLIBRI_RETURN_IF_ERROR(ReadMachineIdentity(r, doc, &m.identity));
   return m;
 }
@@ -296,6 +297,14 @@ std::vector<Parameter> ParametersOf(const ComputeProfile& p) {
   values.emplace_back("launch_ns", static_cast<uint64_t>(p.launch_ns));
   values.emplace_back("memory_bytes", p.memory_bytes);
   return WithFigures(std::move(values), p.figures);
+}
+
+std::vector<Parameter> ParametersOf(const HostMemoryProfile& p) {
+  if (!p.present) return {};
+  return WithFigures({{"host_memory.ram_bytes", p.ram_bytes},
+                      {"host_memory.available_bytes", p.available_bytes},
+                      {"host_memory.fault_read_bytes", p.fault_read_bytes}},
+                     p.figures);
 }
 
 Result<HardwareCatalog> HardwareCatalog::BuiltIn() {

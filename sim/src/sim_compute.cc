@@ -122,6 +122,12 @@ engine::TimeNs SimCompute::DenseLayerNs(uint64_t bytes) const {
   return profile_.launch_ns + DurationNs(bytes, profile_.memory_bytes_per_s);
 }
 
+Result<engine::TimeNs> SimCompute::AttentionNs(uint64_t kv_bytes, uint64_t flops) const {
+  if (kv_bytes == 0 && flops == 0) return engine::TimeNs{0};
+  COLIBRI_ASSIGN_OR_RETURN(const engine::TimeNs roofline, RooflineNs("fp32", flops, kv_bytes));
+  return roofline - profile_.launch_ns;
+}
+
 void SimCompute::Run(EventKind kind, size_t tokens, engine::TimeNs cost_ns) {
   if (tokens == 0) return;
   const engine::TimeNs end_ns = options_.loop->Now() + cost_ns;

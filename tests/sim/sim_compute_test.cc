@@ -133,6 +133,21 @@ TEST_F(SimComputeTest, CpuProfileHasNoDeviceMemory) {
   EXPECT_FALSE(compute->caps().device_memory);
 }
 
+TEST_F(SimComputeTest, AttentionIsARooflineWithoutALaunch) {
+  auto compute = Make(Gpu());
+  ASSERT_NE(compute, nullptr);
+  // Memory-bound: 33.5 MB of KV at 3.35 TB/s = 10,000 ns; 1 GFLOP at 67 TFLOP/s = 14,926 ns (rounded up).
+  EXPECT_EQ(compute->AttentionNs(33'500'000, 0).value(), 10'000);
+  EXPECT_EQ(compute->AttentionNs(33'500'000, 1'000'000'000).value(), 14'926);
+  EXPECT_EQ(compute->AttentionNs(0, 0).value(), 0);
+  EXPECT_EQ(loop_.Now(), 0);  // a figure, not a kernel: the clock does not move
+  ComputeProfile no_fp32 = Gpu();
+  no_fp32.peak_flops_per_s.erase("fp32");
+  auto without = Make(no_fp32);
+  ASSERT_NE(without, nullptr);
+  EXPECT_EQ(without->AttentionNs(1, 1).status().code(), StatusCode::kUnsupported);
+}
+
 TEST(SimComputeFactoryTest, RejectsWhatItCannotModel) {
   SimEventLoop loop;
   EXPECT_EQ(MakeSimCompute(Gpu(), SimComputeOptions{}).status().code(), StatusCode::kInvalidArgument);

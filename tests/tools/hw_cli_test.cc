@@ -31,7 +31,7 @@ TEST_F(HwCliTest, ListHasTheRequiredMachinesWithTheirComponentIds) {
       {"rtx4090-990pro-gen4", {"samsung-990pro", "pcie-gen4-x16", "rtx4090"}},
       {"a100-sata-gen3", {"sata-870evo", "pcie-gen3-x16", "a100-40gb-sxm"}},
       {"cpu-local", {"local-virtio", "none", "cpu-local"}},
-      {"phone-bigmoe", {"phone-ufs", "none", "phone-soc"}}};
+      {"phone-bigmoe", {"phone-ufs-warm", "none", "phone-soc"}}};
   std::map<std::string, Json> machines;
   for (const Json& m : doc["machines"]) machines[m["name"].get<std::string>()] = m;
   for (const auto& [name, parts] : expected) {
@@ -76,6 +76,21 @@ TEST_F(HwCliTest, ShowMachinePrintsItsComponentsWithEveryFigure) {
   const Outcome human = Colibri("hw show h100-p5800x-gen5");
   ASSERT_EQ(human.exit_code, 0) << human.err;
   EXPECT_NE(human.out.find("source: ../shared/design/HARDWARE.md"), std::string::npos) << human.out;
+}
+
+TEST_F(HwCliTest, ShowMachinePrintsItsHostMemory) {
+  const Outcome run = Colibri("hw show phone-bigmoe --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json doc = run.json();
+  const Json& available = doc["host_memory"]["host_memory.available_bytes"];
+  EXPECT_EQ(available["value"], 6628042752u);
+  EXPECT_EQ(available["basis"], "derived");
+  EXPECT_NE(available["source"].get<std::string>().find("qwen.state"), std::string::npos);
+  EXPECT_FALSE(Colibri("hw show h100-p5800x-gen5 --json").json().contains("host_memory"));
+  const Outcome human = Colibri("hw show phone-bigmoe");
+  ASSERT_EQ(human.exit_code, 0) << human.err;
+  EXPECT_NE(human.out.find("host_memory.fault_read_bytes"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("128 KiB"), std::string::npos) << human.out;
 }
 
 TEST_F(HwCliTest, ShowComponentByIdOrQualifiedId) {

@@ -87,6 +87,31 @@ TEST_F(ReplayCliTest, PrefetchReportsItsAccuracyAndReads) {
   EXPECT_NE(lookahead.err.find("gate weights"), std::string::npos) << lookahead.err;
 }
 
+TEST_F(ReplayCliTest, DecodeSeriesHasOneEntryPerDecodePass) {
+  const Outcome run = Colibri(kReplaySample + "--hw phone-bigmoe --queue-depth 8 --decode-series --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json r = run.json()["runs"][0];
+  const Json& series = r["decode"]["series"];
+  const uint64_t passes = r["decode"]["passes"].get<uint64_t>();
+  EXPECT_EQ(passes, 128u);
+  int64_t elapsed = 0;
+  uint64_t read_bytes = 0;
+  for (const char* key : {"read_bytes", "nvme_read_ns", "dense_ns", "elapsed_ns"}) {
+    ASSERT_EQ(series[key].size(), passes) << key;
+  }
+  for (size_t i = 0; i < passes; ++i) {
+    elapsed += series["elapsed_ns"][i].get<int64_t>();
+    read_bytes += series["read_bytes"][i].get<uint64_t>();
+  }
+  EXPECT_EQ(elapsed, r["decode"]["elapsed_ns"].get<int64_t>());
+  EXPECT_EQ(read_bytes, r["decode"]["read_bytes"].get<uint64_t>());
+  EXPECT_GT(r["dense_cost"]["attention_ns"].get<int64_t>(), 0);  // the sample carries its attention shape
+  // 8 GiB of expert cache does not fit the phone's 6.6 GB: the dense weights are faulted back every pass.
+  EXPECT_GT(r["dense_cost"]["faults"].get<uint64_t>(), 0u);
+  EXPECT_GT(r["dense_cost"]["shortfall_bytes_max"].get<uint64_t>(), 8589934592u - 6628042752u);
+  EXPECT_FALSE(Colibri(kReplaySample + "--hw phone-bigmoe --json").json()["runs"][0]["decode"].contains("series"));
+}
+
 TEST_F(ReplayCliTest, ContradictoryFlagsExitTwoWithAMessage) {
   const Outcome open = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --pacing open");
   EXPECT_EQ(open.exit_code, 2);

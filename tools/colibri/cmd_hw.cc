@@ -31,10 +31,10 @@ Result<sim::HardwareCatalog> LoadCatalog(const std::vector<std::string>& hw_file
   return catalog;
 }
 
-// A component as JSON; `full` adds each figure's source and note.
-Json ComponentJson(const sim::ComponentInfo& info, bool full) {
+// Parameters as {field: {value, basis[, source, note]}}; `full` adds the source and note.
+Json ParametersJson(const std::vector<sim::Parameter>& list, bool full) {
   Json parameters = Json::object();
-  for (const sim::Parameter& p : info.parameters) {
+  for (const sim::Parameter& p : list) {
     Json figure{{"value", p.value}, {"basis", sim::BasisName(p.figure.basis)}};
     if (full) {
       figure["source"] = p.figure.source;
@@ -42,6 +42,12 @@ Json ComponentJson(const sim::ComponentInfo& info, bool full) {
     }
     parameters[p.field] = figure;
   }
+  return parameters;
+}
+
+// A component as JSON; `full` adds each figure's source and note.
+Json ComponentJson(const sim::ComponentInfo& info, bool full) {
+  const Json parameters = ParametersJson(info.parameters, full);
   Json out{{"id", info.id}, {"kind", sim::ComponentKindName(info.kind)}, {"name", info.name}, {"origin", info.origin}};
   if (!info.compute_kind.empty()) out["compute_kind"] = info.compute_kind;
   out["parameters"] = parameters;
@@ -51,8 +57,10 @@ Json ComponentJson(const sim::ComponentInfo& info, bool full) {
 Result<Json> MachineJson(const sim::HardwareCatalog& catalog, const std::string& name) {
   COLIBRI_ASSIGN_OR_RETURN(const sim::MachineProfile* m, catalog.Machine(name));
   COLIBRI_ASSIGN_OR_RETURN(std::string origin, catalog.MachineOrigin(name));
-  return Json{{"name", m->name}, {"description", m->description}, {"origin", origin},
-              {"nvme", m->nvme},  {"pcie", m->pcie},               {"compute", m->compute}};
+  Json out{{"name", m->name}, {"description", m->description}, {"origin", origin},
+           {"nvme", m->nvme},  {"pcie", m->pcie},               {"compute", m->compute}};
+  if (m->host_memory.present) out["host_memory"] = ParametersJson(sim::ParametersOf(m->host_memory), true);
+  return out;
 }
 
 Result<Json> HwList(const HwFlags& flags) {
@@ -111,6 +119,9 @@ std::string FormatValue(const std::string& field, uint64_t value) {
   } else if (field == "memory_bytes") {
     if (value == 0) return "unknown";
     std::snprintf(text, sizeof(text), "%.1f GiB", v / 1073741824.0);
+  } else if (field.ends_with("_bytes")) {
+    if (v >= 1073741824.0) std::snprintf(text, sizeof(text), "%.2f GiB", v / 1073741824.0);
+    else std::snprintf(text, sizeof(text), "%.0f KiB", v / 1024.0);
   } else {
     std::snprintf(text, sizeof(text), "%" PRIu64, value);
   }
@@ -148,11 +159,9 @@ void PrintListHuman(const Json& doc) {
   }
 }
 
-void PrintComponentHuman(const Json& c) {
-  std::printf("%s %s: %s\n  file: %s\n", c["kind"].get<std::string>().c_str(), c["id"].get<std::string>().c_str(),
-              c["name"].get<std::string>().c_str(), c["origin"].get<std::string>().c_str());
-  if (c.contains("compute_kind")) std::printf("  compute_kind: %s\n", c["compute_kind"].get<std::string>().c_str());
-  for (const auto& [field, figure] : c["parameters"].items()) {
+// Each figure of `parameters` (ParametersJson, full): value, basis, source, note.
+void PrintParametersHuman(const Json& parameters) {
+  for (const auto& [field, figure] : parameters.items()) {
     std::printf("  %-26s %-16s %s\n", field.c_str(), FormatValue(field, figure["value"].get<uint64_t>()).c_str(),
                 figure["basis"].get<std::string>().c_str());
     std::printf("      source: %s\n", figure["source"].get<std::string>().c_str());
@@ -162,10 +171,21 @@ void PrintComponentHuman(const Json& c) {
   }
 }
 
+void PrintComponentHuman(const Json& c) {
+  std::printf("%s %s: %s\n  file: %s\n", c["kind"].get<std::string>().c_str(), c["id"].get<std::string>().c_str(),
+              c["name"].get<std::string>().c_str(), c["origin"].get<std::string>().c_str());
+  if (c.contains("compute_kind")) std::printf("  compute_kind: %s\n", c["compute_kind"].get<std::string>().c_str());
+  PrintParametersHuman(c["parameters"]);
+}
+
 void PrintShowHuman(const Json& doc) {
   if (doc["kind"] != "machine") return PrintComponentHuman(doc);
   std::printf("machine %s: %s\n  file: %s\n", doc["name"].get<std::string>().c_str(),
               doc["description"].get<std::string>().c_str(), doc["origin"].get<std::string>().c_str());
+  if (doc.contains("host_memory")) {
+    std::printf("  host memory (docs/HARDWARE_PROFILES.md, \"Host memory\"):\n");
+    PrintParametersHuman(doc["host_memory"]);
+  }
   for (const char* part : {"nvme", "pcie", "compute"}) {
     std::printf("\n");
     PrintComponentHuman(doc[part]);

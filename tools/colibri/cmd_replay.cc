@@ -60,6 +60,7 @@ struct ReplayFlags {
   uint32_t jobs = 1;
   std::string trace_events;
   uint64_t raw_step_samples_cap = 10'000'000;
+  bool decode_series = false;
   StoreFlags store;
   bool pacing_given = false;
   bool json = false;
@@ -69,8 +70,30 @@ Json HistogramJson(const reports::LatencyHistogram& h) { return PercentilesJson(
 
 Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
 
-Json DecodeJson(const replay::DecodePasses& d) {
-  return Json{{"passes", d.passes},
+// Per decode pass, in run order (--decode-series): one array per figure.
+Json DecodeSeriesJson(const std::vector<replay::DecodePasses::Pass>& series) {
+  Json read_bytes = Json::array(), nvme_read_ns = Json::array(), dense_ns = Json::array(), elapsed_ns = Json::array();
+  for (const replay::DecodePasses::Pass& p : series) {
+    read_bytes.push_back(p.read_bytes);
+    nvme_read_ns.push_back(p.nvme_read_ns);
+    dense_ns.push_back(p.dense_ns);
+    elapsed_ns.push_back(p.elapsed_ns);
+  }
+  return Json{{"read_bytes", read_bytes}, {"nvme_read_ns", nvme_read_ns}, {"dense_ns", dense_ns}, {"elapsed_ns", elapsed_ns}};
+}
+
+Json DenseCostJson(const replay::DenseCostTotals& d) {
+  return Json{{"pass_ns", d.pass_ns},
+              {"attention_ns", d.attention_ns},
+              {"fault_ns", d.fault_ns},
+              {"kv_read_bytes", d.kv_read_bytes},
+              {"faults", d.faults},
+              {"faulted_bytes", d.faulted_bytes},
+              {"shortfall_bytes_max", d.shortfall_bytes_max}};
+}
+
+Json DecodeJson(const replay::DecodePasses& d, bool series) {
+  Json out{{"passes", d.passes},
               {"tokens", d.tokens},
               {"read_bytes", d.read_bytes},
               {"nvme_read_ns", d.nvme_read_ns},
@@ -80,6 +103,8 @@ Json DecodeJson(const replay::DecodePasses& d) {
               {"read_bytes_per_pass", HistogramJson(d.read_bytes_per_pass)},
               {"nvme_read_ns_per_pass", HistogramJson(d.nvme_read_ns_per_pass)},
               {"elapsed_ns_per_pass", HistogramJson(d.elapsed_ns_per_pass)}};
+  if (series) out["series"] = DecodeSeriesJson(d.series);
+  return out;
 }
 
 Json PacingJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
@@ -134,7 +159,8 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"ttft_ns", SamplesJson(r.ttft_ns)},
               {"tpot_ns", SamplesJson(r.tpot_ns)},
               {"queue_ns", r.open_loop ? SamplesJson(r.queue_ns) : Json(nullptr)},
-              {"decode", DecodeJson(r.decode)},
+              {"dense_cost", DenseCostJson(r.dense_cost)},
+              {"decode", DecodeJson(r.decode, c.decode_series)},
               {"throughput", ThroughputJson(reports::ThroughputOf(r.passes, r.processed_tokens, r.steps, r.elapsed_ns))},
               {"pacing", PacingJson(c, r)},
               {"expert_load", load}};
@@ -169,6 +195,7 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.max_arrivals = f.max_arrivals;
   c.max_batch = f.max_batch;
   c.raw_step_samples_cap = f.raw_step_samples_cap;
+  c.decode_series = f.decode_series;
   return c;
 }
 
@@ -375,6 +402,8 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
                   "Raw per-step latency samples kept per run (over all steps); beyond it, histograms (1% error)")
       ->capture_default_str();
   AddStoreFlags(cmd, &f->store);
+  cmd->add_flag("--decode-series", f->decode_series,
+                "With --json: every decode pass's bytes read, read window, dense and elapsed ns (decode.series)");
   cmd->add_flag("--json", f->json, "Print {\"runs\": [...]} as JSON on stdout");
   cmd->callback([f, exit_code, pacing] {
     f->pacing_given = pacing->count() > 0;

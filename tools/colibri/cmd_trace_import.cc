@@ -24,6 +24,7 @@ Json ConfigJson(const ImportFlags& f) {
               {"inputs", f.options.inputs},
               {"output", f.output},
               {"model_config", f.options.model_config_path.value_or("")},
+              {"llama_log", f.options.llama_log_path.value_or("")},
               {"dtype", f.options.dtype},
               {"experts", f.experts},
               {"expert_bytes", f.options.expert_bytes.value_or(0)},
@@ -78,6 +79,10 @@ void AddTraceImportCommand(CLI::App* trace, int* exit_code) {
   cmd->add_option("-o,--output", flags->output, "Output trace file")->required();
   cmd->add_option("--model-config", flags->options.model_config_path,
                   "Hugging Face config.json giving the model shape and expert sizes");
+  cmd->add_option("--llama-log", flags->options.llama_log_path,
+                  "bmoe-csv: the capture's llama.cpp log; its attention shape, KV type, hidden size and mapped "
+                  "weights go into the trace header (docs/TRACE_FORMAT.md)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--dtype", flags->options.dtype, "Weight dtype for expert sizes from --model-config")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16", "int8"}))
       ->capture_default_str();

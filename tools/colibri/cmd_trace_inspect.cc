@@ -56,6 +56,15 @@ double Ratio(uint64_t numerator, uint64_t denominator) {
   return denominator == 0 ? 0.0 : static_cast<double>(numerator) / static_cast<double>(denominator);
 }
 
+Json AttentionJson(const traces::ModelShape& s) {
+  Json layers = Json::array();
+  for (const traces::AttentionShape& a : s.attention) {
+    layers.push_back(Json{{"q_heads", a.q_heads}, {"kv_heads", a.kv_heads}, {"key_dim", a.key_dim},
+                          {"value_dim", a.value_dim}, {"window", a.window}});
+  }
+  return layers;
+}
+
 Json ShapeJson(const traces::ModelShape& s) {
   return Json{{"model_name", s.model_name},
               {"moe_layer_ids", s.moe_layer_ids},
@@ -67,6 +76,9 @@ Json ShapeJson(const traces::ModelShape& s) {
               {"hidden_size", s.hidden_size},
               {"hidden_dtype", HiddenDtypeName(s.hidden_dtype)},
               {"total_layers", s.total_layers},
+              {"attention", AttentionJson(s)},
+              {"kv_element_bytes", s.kv_element_bytes},
+              {"other_dense_bytes", s.other_dense_bytes},
               {"token_cycle_bytes", s.TokenCycleBytes()}};
 }
 

@@ -53,6 +53,7 @@ Result<traces::ModelShape> SynthShape(const SynthFlags& f) {
   shape.moe_layer_ids.resize(f.layers);
   shape.expert_bytes.resize(f.layers);
   if (!shape.dense_bytes.empty()) shape.dense_bytes.resize(f.layers);
+  if (!shape.attention.empty()) shape.attention.resize(f.layers);
   return shape;
 }
 

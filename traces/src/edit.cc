@@ -91,6 +91,9 @@ std::string FirstShapeDifference(const ModelShape& a, const ModelShape& b) {
   if (a.hidden_size != b.hidden_size) return "hidden_size";
   if (a.hidden_dtype != b.hidden_dtype) return "hidden_dtype";
   if (a.total_layers != b.total_layers) return "total_layers";
+  if (a.attention != b.attention) return "attention";
+  if (a.kv_element_bytes != b.kv_element_bytes) return "kv_element_bytes";
+  if (a.other_dense_bytes != b.other_dense_bytes) return "other_dense_bytes";
   return "";
 }
 

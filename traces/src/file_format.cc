@@ -18,6 +18,16 @@ void ToProto(const ModelShape& s, pb::ModelShape* out) {
   out->set_hidden_size(s.hidden_size);
   out->set_hidden_dtype(static_cast<pb::HiddenDtype>(s.hidden_dtype));
   out->set_total_layers(s.total_layers);
+  for (const AttentionShape& a : s.attention) {
+    pb::AttentionLayer* layer = out->add_attention();
+    layer->set_q_heads(a.q_heads);
+    layer->set_kv_heads(a.kv_heads);
+    layer->set_key_dim(a.key_dim);
+    layer->set_value_dim(a.value_dim);
+    layer->set_window(a.window);
+  }
+  out->set_kv_element_bytes(s.kv_element_bytes);
+  out->set_other_dense_bytes(s.other_dense_bytes);
 }
 
 void FromProto(const pb::ModelShape& s, ModelShape* out) {
@@ -31,6 +41,12 @@ void FromProto(const pb::ModelShape& s, ModelShape* out) {
   out->hidden_size = s.hidden_size();
   out->hidden_dtype = static_cast<HiddenDtype>(s.hidden_dtype());
   out->total_layers = s.total_layers();
+  out->attention.clear();
+  for (const pb::AttentionLayer& a : s.attention()) {
+    out->attention.push_back({a.q_heads(), a.kv_heads(), a.key_dim(), a.value_dim(), a.window()});
+  }
+  out->kv_element_bytes = s.kv_element_bytes();
+  out->other_dense_bytes = s.other_dense_bytes();
 }
 
 void ToProto(const Provenance& p, pb::Provenance* out) {

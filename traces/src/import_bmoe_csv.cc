@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "colibri/traces/importers.h"
+#include "colibri/traces/llama_log.h"
 #include "import_util.h"
 #include "line_reader.h"
 
@@ -121,6 +122,36 @@ Result<ModelShape> ShapeFromPreamble(const LineReader& in, const Preamble& pre) 
   }
   COLIBRI_RETURN_IF_ERROR(shape.Validate().WithPrefix(in.path()));
   return shape;
+}
+
+// The capture's llama.cpp log into the shape: the attention of each MoE
+// layer, the KV element bytes, the hidden size and the mapped weights beyond
+// the experts and the layers' dense bytes (embeddings, LM head).
+Status AddLlamaLogFacts(const std::string& log_path, ModelShape* shape) {
+  COLIBRI_ASSIGN_OR_RETURN(const LlamaLogFacts facts, ReadLlamaLog(log_path));
+  if (facts.layers != shape->total_layers) {
+    return Status::InvalidArgument(log_path + ": n_layer " + std::to_string(facts.layers) +
+                                   ", the route trace's n_layer is " + std::to_string(shape->total_layers));
+  }
+  shape->attention.clear();
+  for (uint32_t layer : shape->moe_layer_ids) shape->attention.push_back(facts.attention[layer]);
+  shape->kv_element_bytes = facts.kv_element_bytes;
+  shape->hidden_size = facts.hidden_size;
+  if (facts.mapped_bytes > 0) {
+    uint64_t described = 0;
+    for (size_t i = 0; i < shape->expert_bytes.size(); ++i) {
+      described += shape->expert_bytes[i] * shape->experts_per_layer + shape->dense_bytes[i];
+    }
+    // The mapped size is printed in MiB with 2 decimals: within 5,243 bytes.
+    constexpr uint64_t kRoundingBytes = 5243;
+    if (facts.mapped_bytes + kRoundingBytes < described) {
+      return Status::InvalidArgument(log_path + ": the mapped model buffer (" + std::to_string(facts.mapped_bytes) +
+                                     " bytes) is smaller than the route trace's experts and dense bytes (" +
+                                     std::to_string(described) + ")");
+    }
+    shape->other_dense_bytes = facts.mapped_bytes > described ? facts.mapped_bytes - described : 0;
+  }
+  return shape->Validate().WithPrefix(log_path);
 }
 
 struct Row {
@@ -279,9 +310,14 @@ Status ImportOneFile(const ImportOptions& options, const std::string& path, Reco
     }
   }
   COLIBRI_ASSIGN_OR_RETURN(ModelShape shape, ShapeFromPreamble(*in, preamble));
+  std::vector<std::string> sources = {path};
+  if (options.llama_log_path) {
+    COLIBRI_RETURN_IF_ERROR(AddLlamaLogFacts(*options.llama_log_path, &shape));
+    sources.push_back(*options.llama_log_path);
+  }
   TraceHeader header;
   header.shape = shape;
-  COLIBRI_ASSIGN_OR_RETURN(header.provenance, SourceProvenance(options, {path}));
+  COLIBRI_ASSIGN_OR_RETURN(header.provenance, SourceProvenance(options, sources));
   header.provenance.source_engine = "bigmoe route_trace v1 (llama.cpp-based)";
   COLIBRI_RETURN_IF_ERROR(sink->Begin(header));
 

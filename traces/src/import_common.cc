@@ -154,6 +154,9 @@ Status RunImporter(const ImportOptions& options, RecordSink* sink, ImportReport*
     return Status::InvalidArgument("unknown import format '" + options.format + "' (one of: " + names + ")");
   }
   if (options.inputs.empty()) return Status::InvalidArgument("no input files");
+  if (options.llama_log_path && options.format != "bmoe-csv") {
+    return Status::InvalidArgument("--llama-log applies to bmoe-csv (a llama.cpp-based capture), not " + options.format);
+  }
   AdaptingSink adapter(options, sink, report);
   return it->second(options, &adapter, report);
 }

@@ -36,6 +36,42 @@ uint64_t ModelShape::TokenCycleBytes() const {
   return total;
 }
 
+uint64_t AttentionShape::KvBytesPerPosition(uint32_t kv_element_bytes) const {
+  return uint64_t{kv_heads} * (uint64_t{key_dim} + value_dim) * kv_element_bytes;
+}
+
+uint64_t AttentionShape::AttendedPositions(uint64_t position) const {
+  const uint64_t causal = position + 1;
+  return window == 0 ? causal : std::min<uint64_t>(causal, window);
+}
+
+namespace {
+
+Status ValidateAttention(const ModelShape& s) {
+  if (s.attention.empty()) {
+    if (s.kv_element_bytes != 0) return Status::InvalidArgument("model shape: kv_element_bytes set without attention");
+    return Status::Ok();
+  }
+  if (s.attention.size() != s.moe_layer_ids.size()) {
+    return Status::InvalidArgument("model shape: attention has " + std::to_string(s.attention.size()) +
+                                   " entries, expected 0 or " + std::to_string(s.moe_layer_ids.size()));
+  }
+  if (s.kv_element_bytes == 0 || s.kv_element_bytes > 8) {
+    return Status::InvalidArgument("model shape: kv_element_bytes " + std::to_string(s.kv_element_bytes) +
+                                   " not in 1..8 (attention is set)");
+  }
+  for (size_t i = 0; i < s.attention.size(); ++i) {
+    const AttentionShape& a = s.attention[i];
+    if (a.q_heads == 0 || a.kv_heads == 0 || a.key_dim == 0 || a.value_dim == 0) {
+      return Status::InvalidArgument("model shape: attention[" + std::to_string(i) +
+                                     "]: q_heads, kv_heads, key_dim and value_dim must be > 0");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ModelShape::Validate() const {
   if (moe_layer_ids.empty()) return Status::InvalidArgument("model shape: no MoE layers");
   for (size_t i = 1; i < moe_layer_ids.size(); ++i) {
@@ -64,7 +100,7 @@ Status ModelShape::Validate() const {
   if (static_cast<uint32_t>(hidden_dtype) > static_cast<uint32_t>(HiddenDtype::kFp32)) {
     return Status::InvalidArgument("model shape: unknown hidden_dtype");
   }
-  return Status::Ok();
+  return ValidateAttention(*this);
 }
 
 void TraceRecord::clear() {

@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "colibri/replay/dense_cost.h"
 #include "colibri/replay/engine_replay.h"
 #include "colibri/reports/latency_histogram.h"
 #include "colibri/reports/run_store.h"
@@ -98,6 +99,7 @@ struct ReplayConfig {
   // Raw per-step samples kept (over every step kind, one per layer batch each);
   // beyond it every step keeps its histogram only. Request samples stay raw.
   uint64_t raw_step_samples_cap = 10'000'000;
+  bool decode_series = false;   // keep every decode pass's figures in DecodePasses::series
   std::string routing_out;      // kRecompute: write the routing the engine computed as a trace here
   BatchHook* hook = nullptr;    // optional, borrowed (not with routing_out)
 };
@@ -114,6 +116,14 @@ struct DecodePasses {
   int64_t compute_ns = 0;     // expert kernels
   int64_t elapsed_ns = 0;     // layer batches, dense parts included
   LatencyHistogram read_bytes_per_pass, nvme_read_ns_per_pass, elapsed_ns_per_pass;
+  // With ReplayConfig::decode_series: one entry per decode pass, in run order.
+  struct Pass {
+    uint64_t read_bytes = 0;
+    int64_t nvme_read_ns = 0;
+    int64_t dense_ns = 0;     // the pass's dense parts (dense_cost.h)
+    int64_t elapsed_ns = 0;
+  };
+  std::vector<Pass> series;
 };
 
 struct ReplayResult {
@@ -147,6 +157,7 @@ struct ReplayResult {
   reports::Samples request_latency_ns, ttft_ns, tpot_ns;
   reports::Samples queue_ns;      // arrival to the first batch (open loop)
   DecodePasses decode;
+  DenseCostTotals dense_cost;     // the dense parts' terms, summed over every layer batch (dense_cost.h)
   bool open_loop = false;
   uint64_t arrivals_total = 0;    // open loop: arrivals available (before the request count and limits cut them)
   uint64_t max_pass_requests = 0; // open loop: the most requests one forward pass carried
@@ -154,7 +165,7 @@ struct ReplayResult {
   std::vector<std::vector<uint64_t>> expert_load_counts;  // [MoE layer index][expert] selections
   std::vector<reports::HitRatePoint> hit_rate;      // cumulative, in run order
   std::string modelled_layout;    // how the expert shape was modelled (dtype, H, I, block bytes)
-  std::vector<std::string> warnings;  // the engine's sizing warnings (the LRU cliff guard)
+  std::vector<std::string> warnings;  // the engine's sizing warnings (the LRU cliff guard), the dense cost's
 };
 
 Result<ReplayResult> RunReplay(const ReplayConfig& config);

@@ -140,6 +140,18 @@ struct HostWorkProfile {
   Figure figure;
 };
 
+// The host's memory as the engine sees it, for the memory-pressure model
+// (sim/host_memory.h): optional, on machines whose engine keeps its dense
+// weights memory-mapped in host RAM beside the expert cache (the phone);
+// absent (present false), memory is never short and costs nothing.
+struct HostMemoryProfile {
+  bool present = false;
+  uint64_t ram_bytes = 0;         // installed RAM (MemTotal); descriptive, bounds available_bytes
+  uint64_t available_bytes = 0;   // RAM the engine's process can hold (MemAvailable before the run)
+  uint64_t fault_read_bytes = 0;  // bytes one major page fault reads from the drive (a multiple of 4096)
+  std::vector<Figure> figures;    // fields "host_memory.<name>"
+};
+
 // What machine a measured profile describes (sim/machine_identity.h reads
 // this machine's); empty for published profiles.
 struct MachineIdentity {
@@ -161,6 +173,7 @@ struct MachineProfile {
   std::string pcie;
   std::string compute;
   HostWorkProfile host_work;  // optional
+  HostMemoryProfile host_memory;  // optional
   MachineIdentity identity;   // optional: set on measured profiles
 };
 

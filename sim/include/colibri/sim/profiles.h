@@ -56,6 +56,8 @@ struct Parameter {
 std::vector<Parameter> ParametersOf(const NvmeProfile& profile);
 std::vector<Parameter> ParametersOf(const PcieProfile& profile);
 std::vector<Parameter> ParametersOf(const ComputeProfile& profile);
+// A machine's host memory ("host_memory.ram_bytes", ...); empty when absent.
+std::vector<Parameter> ParametersOf(const HostMemoryProfile& profile);
 
 // A component of any kind, for listing and printing.
 struct ComponentInfo {

@@ -13,6 +13,10 @@
 //           silu(gate) x up written and read back).
 //  Gate GEMV of T tokens, E experts, hidden H (fp32 weights, peak "fp32"):
 //   flops = 2 x E x H x T; bytes = 4 x (E x H + T x H + T x E) (weights, x, logits).
+//  Attention over a KV cache (AttentionNs; the caller counts the bytes and
+//   FLOPs from the layer's shape and the context): max(flops / peak "fp32",
+//   kv bytes / memory_bytes_per_s), no launch of its own (it is part of the
+//   layer's dense pass, which pays launch_ns once).
 // Measured tables (profile.ffn_table, gate_table, from `colibri calibrate`)
 // replace the roofline for the dtypes and thread counts they hold: the cost
 // of a call is the entry's median at that token count, linear between the
@@ -79,6 +83,9 @@ class SimCompute final : public engine::ComputeBackend {
   // The non-MoE part of a layer as one memory-bound pass over `bytes`:
   // launch_ns + ceil(bytes x 1e9 / memory_bytes_per_s).
   engine::TimeNs DenseLayerNs(uint64_t bytes) const;
+  // Attention reading `kv_bytes` of KV cache and doing `flops` (the header's
+  // formula). Errors: Unsupported when the profile has no "fp32" peak.
+  Result<engine::TimeNs> AttentionNs(uint64_t kv_bytes, uint64_t flops) const;
 
  private:
   friend Result<std::unique_ptr<SimCompute>> MakeSimCompute(const ComputeProfile&, const SimComputeOptions&);

@@ -27,6 +27,9 @@ struct ImportOptions {
   std::string format;                         // one of ImportFormats()
   std::vector<std::string> inputs;            // files, in the order given (expert-selection-json: sorted by name)
   std::optional<std::string> model_config_path;
+  // bmoe-csv: the capture's llama.cpp log (llama_log.h): the attention shape,
+  // KV element bytes, hidden size and other dense bytes go into the header.
+  std::optional<std::string> llama_log_path;
   std::string dtype = "bf16";                 // weight dtype for sizes from a config.json
   std::optional<uint32_t> experts;            // --experts
   std::optional<uint64_t> expert_bytes;       // --expert-bytes (same for every layer)

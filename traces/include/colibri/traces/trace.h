@@ -23,6 +23,23 @@ enum class HiddenDtype : uint32_t { kNone = 0, kFp16 = 1, kBf16 = 2, kFp32 = 3 }
 // Bytes of one hidden-state element; 0 for kNone.
 uint32_t HiddenDtypeBytes(HiddenDtype dtype);
 
+// The attention of one MoE layer's transformer layer, for the cost of
+// attention by context length (the KV bytes a token reads grow with the
+// positions before it). Set by importers from the model's configuration.
+struct AttentionShape {
+  uint32_t q_heads = 0;
+  uint32_t kv_heads = 0;
+  uint32_t key_dim = 0;    // per head
+  uint32_t value_dim = 0;  // per head
+  uint32_t window = 0;     // sliding window in positions; 0 = full causal attention
+
+  // Bytes one cached position of this layer holds: kv_heads x (key_dim + value_dim) x element bytes.
+  uint64_t KvBytesPerPosition(uint32_t kv_element_bytes) const;
+  // Positions a query at `position` (0-based) attends to: position + 1, at most window.
+  uint64_t AttendedPositions(uint64_t position) const;
+  bool operator==(const AttentionShape&) const = default;
+};
+
 struct ModelShape {
   std::string model_name;
   std::vector<uint32_t> moe_layer_ids;  // ascending, distinct
@@ -34,6 +51,10 @@ struct ModelShape {
   uint32_t hidden_size = 0;
   HiddenDtype hidden_dtype = HiddenDtype::kNone;
   uint32_t total_layers = 0;
+  // Optional (empty / 0 when unknown; see docs/TRACE_FORMAT.md):
+  std::vector<AttentionShape> attention;  // per MoE layer, or empty
+  uint32_t kv_element_bytes = 0;          // bytes of one cached K or V element (f16: 2); set with attention
+  uint64_t other_dense_bytes = 0;         // non-expert weights outside dense_bytes (embeddings, LM head, ...)
 
   size_t num_moe_layers() const { return moe_layer_ids.size(); }
   // Index of `layer_id` in moe_layer_ids, or -1 when it is not a MoE layer.
