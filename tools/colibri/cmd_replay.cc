@@ -11,15 +11,15 @@
 #include <optional>
 #include <thread>
 
+#include "cache_flags.h"
 #include "cli_common.h"
 #include "colibri/replay/replay_run.h"
 #include "colibri/replay/run_record.h"
 #include "colibri/replay/trace_events.h"
+#include "colibri/reports/latency_json.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/importers.h"
 #include "commands.h"
-#include "latency_json.h"
-#include "cache_flags.h"
 #include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
@@ -65,10 +65,10 @@ struct ReplayFlags {
   bool json = false;
 };
 
-Json HistogramJson(const reports::LatencyHistogram& h) { return PercentilesJson(reports::SummarizeHistogram(h)); }
-Json SamplesJson(const reports::Samples& s) { return PercentilesJson(s.Summarize()); }
+Json HistogramJson(const reports::LatencyHistogram& h) { return reports::PercentilesJson(reports::SummarizeHistogram(h)); }
+Json SamplesJson(const reports::Samples& s) { return reports::PercentilesJson(s.Summarize()); }
 
-Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
+Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
 
 // Per second of the run's clock: generated tokens (one per request pass) and (token, layer) steps.
 Json ThroughputJson(const replay::ReplayResult& r) {
@@ -127,8 +127,8 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"simulated_ns", r.simulated ? Json(r.elapsed_ns) : Json(nullptr)},
               {"elapsed_ns", r.elapsed_ns},
               {"moe_ns", r.moe_ns},
-              {"hit_pct_decode", Pct(r.served_decode, r.lookups_decode)},
-              {"hit_pct_cum", Pct(r.served, r.lookups)},
+              {"hit_pct_decode", reports::Pct(r.served_decode, r.lookups_decode)},
+              {"hit_pct_cum", reports::Pct(r.served, r.lookups)},
               {"cache", {{"l1", TierJson(r.l1)}, {"l2", TierJson(r.l2)}}},
               {"router", c.routing == replay::RoutingMode::kRecompute ? RouterJson(c.router, r.router) : Json(nullptr)},
               {"prefetch", PrefetchJson(c.prefetch.predictor, r.prefetch, r.l2.misses)},

@@ -14,15 +14,16 @@
 #include <map>
 #include <random>
 
+#include "cache_flags.h"
 #include "cli_common.h"
+#include "colibri/bench/process_memory.h"
 #include "colibri/engine/local_engine.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/replay/trace_recorder.h"
+#include "colibri/reports/latency_json.h"
 #include "colibri/reports/run_recording.h"
 #include "colibri/traces/importers.h"
 #include "commands.h"
-#include "latency_json.h"
-#include "cache_flags.h"
 #include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
@@ -339,7 +340,7 @@ Status RunWorkload(const RunFlags& f, Engine& e, RunStats* stats) {
   return Status::Ok();
 }
 
-Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
+Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
 
 Json ConfigJson(const RunFlags& f) {
   Json config{{"model", f.model_dir},       {"requests", f.requests},
@@ -364,7 +365,7 @@ Json ConfigJson(const RunFlags& f) {
 
 Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wall_s) {
   Json steps_json = Json::object();
-  for (size_t i = 0; i < s.step_ns.size(); ++i) steps_json[RunStats::kStepNames[i]] = PercentilesJson(s.step_ns[i].Summarize());
+  for (size_t i = 0; i < s.step_ns.size(); ++i) steps_json[RunStats::kStepNames[i]] = reports::PercentilesJson(s.step_ns[i].Summarize());
   Json out{{"config", ConfigJson(f)},
            {"storage_backend", e.local->storage->caps().name},
            {"transfer_backend", e.local->transfer->caps().name},
@@ -376,8 +377,8 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
            {"decode_tokens", s.decode_tokens},
            {"tokens_per_s", (s.prefill_tokens + s.decode_tokens) / wall_s},
            {"steps", s.steps},
-           {"hit_pct_decode", Pct(s.served_decode, s.lookups_decode)},
-           {"hit_pct_cum", Pct(s.served, s.lookups)},
+           {"hit_pct_decode", reports::Pct(s.served_decode, s.lookups_decode)},
+           {"hit_pct_cum", reports::Pct(s.served, s.lookups)},
            {"cache", {{"l1", TierJson(e.local->moe->l1_counters())}, {"l2", TierJson(e.local->moe->l2_counters())}}},
            {"router", RouterJson(e.local->moe->routing(), e.local->moe->router_counters())},
            {"prefetch", PrefetchJson(f.prefetch.predictor, e.local->moe->prefetch_counters(),
@@ -388,7 +389,7 @@ Json ResultJson(const RunFlags& f, const Engine& e, const RunStats& s, double wa
            {"device_staged_experts", s.device_staged},
            {"dropped_assignments", s.dropped},
            {"pool_bytes", e.local->moe->pool_bytes()},
-           {"peak_rss_bytes", PeakRssBytes()},
+           {"peak_rss_bytes", bench::PeakRssBytes()},
            {"step_latency_ns", steps_json}};
   if (e.recorder) out["recorded_records"] = e.recorder->records_written();
   return out;

@@ -1,21 +1,20 @@
-#include "latency_json.h"
+#include "colibri/reports/latency_json.h"
 
-#include <algorithm>
-#include <cmath>
+namespace colibri::reports {
 
-namespace colibri::cli {
+using Json = nlohmann::ordered_json;
 
-Json PercentilesJson(const reports::Percentiles& p) {
+Json PercentilesJson(const Percentiles& p) {
   return Json{{"p50", p.p50},   {"p90", p.p90},         {"p99", p.p99},
               {"p999", p.p999}, {"max", p.max},         {"samples", p.count},
               {"source", p.from_histogram ? "histogram" : "raw"}, {"low_confidence", p.low_confidence()}};
 }
 
-Json LatencyJson(std::vector<int64_t> samples) { return PercentilesJson(reports::SummarizeRaw(std::move(samples))); }
+Json LatencyJson(std::vector<int64_t> samples) { return PercentilesJson(SummarizeRaw(std::move(samples))); }
 double Pct(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / whole; }
 
 Json TierJson(uint64_t lookups, uint64_t hits) {
   return Json{{"lookups", lookups}, {"hits", hits}, {"misses", lookups - hits}, {"hit_pct_cum", Pct(hits, lookups)}};
 }
 
-}  // namespace colibri::cli
+}  // namespace colibri::reports

@@ -1,0 +1,27 @@
+#include "colibri/reports/latency_json.h"
+
+#include <gtest/gtest.h>
+
+namespace colibri::reports {
+namespace {
+
+TEST(LatencyJsonTest, SortsAndSummarises) {
+  const nlohmann::ordered_json j = LatencyJson({5, 1, 4, 2, 3});
+  EXPECT_EQ(j["p50"].get<int64_t>(), 3);
+  EXPECT_EQ(j["max"].get<int64_t>(), 5);
+  EXPECT_EQ(j["samples"].get<uint64_t>(), 5u);
+  EXPECT_EQ(j["source"].get<std::string>(), "raw");
+  EXPECT_TRUE(j["low_confidence"].get<bool>());  // 5 samples < 100
+  EXPECT_EQ(LatencyJson({})["p99"].get<int64_t>(), 0);
+}
+
+TEST(LatencyJsonTest, TiersAndPercent) {
+  EXPECT_EQ(Pct(1, 4), 25.0);
+  EXPECT_EQ(Pct(1, 0), 0.0);
+  const nlohmann::ordered_json tier = TierJson(10, 7);
+  EXPECT_EQ(tier["misses"].get<uint64_t>(), 3u);
+  EXPECT_EQ(tier["hit_pct_cum"].get<double>(), 70.0);
+}
+
+}  // namespace
+}  // namespace colibri::reports
