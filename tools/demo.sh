@@ -70,6 +70,15 @@ demo_engine() {
   show "Statistics of the routing the engine recorded" "$colibri" trace stats "$tmp/run.ctrace"
 }
 
+demo_calibrate() {
+  show "Measure this machine (storage, the CPU kernels at the model's shape, the engine's own work; --quick)" \
+    "$colibri" calibrate --quick --model "$tmp/model" --dir "$tmp" -o "$tmp/profile"
+  local measured
+  measured=$(basename "$(ls "$tmp"/profile/measured-*.json | grep -v -- '-nvme\|-host\|-cpu' | head -1)" .json)
+  show "Replay the engine's recording on the measured profile and on the published cpu-local, beside each other" \
+    "$colibri" replay "$tmp/run.ctrace" --l2-bytes 32M --hw-file "$tmp"/profile/*.json --hw "$measured" --hw cpu-local
+}
+
 demo_replay() {
   show "Replay the sample on three modelled machines (8 GiB L1 in device memory, 8 GiB L2 in host memory; the trace records no hidden size: Qwen3-30B-A3B's 2048)" \
     "$colibri" replay "$sample" --hidden 2048 --l1-bytes 8G --l2-bytes 8G --hw h100-p5800x-gen5 --hw a100-pm9a3-gen4 --hw phone-bigmoe
@@ -93,7 +102,7 @@ demo_report() {
   printf 'Open %s in a browser. Stored runs: %s runs list\n' "$root/build/colibri-report.html" "$colibri"
 }
 
-DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine demo_replay demo_report)
+DEMOS=(demo_attribution demo_inspect demo_reimport demo_stats demo_engine demo_calibrate demo_replay demo_report)
 
 build
 for demo in "${DEMOS[@]}"; do

@@ -6,10 +6,10 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "calibrate_report.h"
+#include "colibri/bench/files.h"
 #include "colibri/engine/model.h"
 #include "colibri/sim/machine_identity.h"
 #include "colibri/sim/profile_json.h"
@@ -68,10 +68,7 @@ std::vector<uint32_t> DefaultThreads() {
 }
 
 Status WriteFile(const std::filesystem::path& path, const std::string& text, std::vector<std::string>* files) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Status::IoError(path.string() + ": cannot write");
+  COLIBRI_RETURN_IF_ERROR(bench::WriteFileAtomically(path.string(), text));
   files->push_back(path.string());
   return Status::Ok();
 }

@@ -148,15 +148,17 @@ std::string CalibrateMarkdown(const CalibrateReport& r) {
   std::snprintf(host, sizeof(host),
                 "\n## The engine's own work (fit error: median / max over %llu batches)\n\n"
                 "| step | fit | error |\n|---|---|---|\n"
-                "| routing (beyond the gate GEMV) | %lld ns + %.3f ns per token x expert | %.1f%% / %.1f%% |\n"
-                "| scheduling | %lld ns + %.1f ns per expert + %.2f ns per assignment + %.1f ns per read | %.1f%% / %.1f%% |\n"
+                "| routing (gate GEMV included) | %lld ns + %.3f ns per token x expert | %.1f%% / %.1f%% |\n"
+                "| scheduling | %lld ns + %.1f ns per expert + %.2f ns per assignment + %.1f ns per read + %lld ns "
+                "once when reading | %.1f%% / %.1f%% |\n"
                 "| gather | %lld ns per expert + %.3f ns per element | %.1f%% / %.1f%% |\n"
                 "| aggregation | %lld ns + %.3f ns per element | %.1f%% / %.1f%% |\n",
                 static_cast<unsigned long long>(fit.scheduling.batches),
                 static_cast<long long>(fit.profile.routing_fixed_ns), fit.profile.routing_ps_per_logit / 1e3,
                 fit.routing.median * 100, fit.routing.max * 100, static_cast<long long>(fit.profile.scheduling_fixed_ns),
                 fit.profile.scheduling_ps_per_expert / 1e3, fit.profile.scheduling_ps_per_assignment / 1e3,
-                fit.profile.scheduling_ps_per_read / 1e3, fit.scheduling.median * 100, fit.scheduling.max * 100,
+                fit.profile.scheduling_ps_per_read / 1e3, static_cast<long long>(fit.profile.scheduling_read_fixed_ns),
+                fit.scheduling.median * 100, fit.scheduling.max * 100,
                 static_cast<long long>(fit.profile.gather_fixed_ns), fit.profile.gather_ps_per_element / 1e3,
                 fit.gather.median * 100, fit.gather.max * 100, static_cast<long long>(fit.profile.aggregation_fixed_ns),
                 fit.profile.aggregation_ps_per_element / 1e3, fit.aggregation.median * 100, fit.aggregation.max * 100);

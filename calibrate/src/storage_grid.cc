@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 
+#include "colibri/bench/files.h"
 #include "colibri/engine/slab_pool.h"
 #include "colibri/engine/storage.h"
 #include "colibri/sim/machine_identity.h"
@@ -24,52 +25,6 @@ namespace {
 constexpr uint64_t kAlignmentBytes = 4096;
 constexpr uint64_t kSpaceMarginBytes = 256ull << 20;
 constexpr long kTmpfsMagic = 0x01021994;
-constexpr uint64_t kWriteChunkBytes = 4ull << 20;
-
-// The measurement file, removed on destruction.
-class ScratchFile {
- public:
-  ScratchFile() = default;
-  ScratchFile(const ScratchFile&) = delete;
-  ScratchFile& operator=(const ScratchFile&) = delete;
-  ~ScratchFile() {
-    if (!path_.empty()) ::unlink(path_.c_str());
-  }
-  // Writes `bytes` of seeded pseudo-random data to a new file in `dir`.
-  Status Create(const std::string& dir, uint64_t bytes, uint64_t seed) {
-    path_ = (std::filesystem::path(dir) / ("colibri-calibrate-" + std::to_string(::getpid()) + ".bin")).string();
-    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      const std::string why = std::strerror(errno);
-      path_.clear();
-      return Status::IoError(dir + ": cannot create the measurement file: " + why);
-    }
-    std::vector<uint64_t> chunk(kWriteChunkBytes / sizeof(uint64_t));
-    sim::Rng rng(sim::DeriveSeed(seed, "calibrate_storage_file"));
-    Status status;
-    for (uint64_t written = 0; written < bytes && status.ok(); written += kWriteChunkBytes) {
-      for (uint64_t& word : chunk) word = rng.NextU64();
-      const size_t n = static_cast<size_t>(std::min(kWriteChunkBytes, bytes - written));
-      size_t done = 0;
-      while (done < n) {
-        const ssize_t got = ::write(fd, reinterpret_cast<const char*>(chunk.data()) + done, n - done);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-          status = Status::IoError(path_ + ": write failed: " + std::strerror(errno));
-          break;
-        }
-        done += static_cast<size_t>(got);
-      }
-    }
-    if (status.ok() && ::fsync(fd) != 0) status = Status::IoError(path_ + ": fsync failed: " + std::strerror(errno));
-    ::close(fd);
-    return status;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // The tags of the block device (its first hardware queue), 0 when unknown.
 uint32_t DeviceTags(const std::string& block_device) {
@@ -115,6 +70,7 @@ StorageGridOptions DefaultStorageGrid(bool quick) {
     o.seconds_per_point_ns = 250'000'000;
     o.reads_per_point = 2000;
     o.min_reads_per_point = 32;
+    o.max_in_flight_bytes = 256ull << 20;
   } else {
     o.read_bytes = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
     o.queue_depths = {1, 2, 4, 8, 16, 32, 64};
@@ -142,8 +98,9 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
   out.block_device = sim::ThisMachineIdentity(o.dir).block_device;
   out.device_queue_depth = DeviceTags(out.block_device);
 
-  ScratchFile file;
-  COLIBRI_RETURN_IF_ERROR(file.Create(o.dir, o.file_bytes, o.seed));
+  const bench::ScratchFile file(
+      (std::filesystem::path(o.dir) / ("colibri-calibrate-" + std::to_string(::getpid()) + ".bin")).string());
+  COLIBRI_RETURN_IF_ERROR(bench::CreateRandomFile(file.path(), o.file_bytes, sim::DeriveSeed(o.seed, "calibrate_file")));
   engine::MonotonicClock clock;
   engine::StorageOptions storage_options;
   storage_options.clock = &clock;
@@ -181,8 +138,9 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     }
     COLIBRI_ASSIGN_OR_RETURN(sim::ClosedLoopReads reads,
                              sim::RunClosedLoopReads(*storage, clock, buffers->base(), read_bytes, depth,
-                                                     o.reads_per_point, o.min_reads_per_point, o.seconds_per_point_ns,
-                                                     ++seed, o.file_bytes));
+                                                     std::max<uint64_t>(o.reads_per_point, 4ull * depth),
+                                                     std::max<uint64_t>(o.min_reads_per_point, 4ull * depth),
+                                                     o.seconds_per_point_ns, ++seed, o.file_bytes));
     COLIBRI_ASSIGN_OR_RETURN(sim::ReadGridPoint point,
                              sim::MakeReadGridPoint(read_bytes, depth, reads.latencies_ns, reads.elapsed_ns));
     out.grid.points.push_back(std::move(point));

@@ -589,6 +589,11 @@ std::string DefaultDbPath() {
   return path != nullptr && *path != '\0' ? path : "./colibri-runs.db";
 }
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 Status MigrateSchema(sqlite3* db, int from, int to) {
   if (from < 0 || from > to || to > kSchemaVersion) {
     return Status::InvalidArgument(DbPath(db) + ": cannot migrate from schema version " + std::to_string(from) +

@@ -59,6 +59,13 @@ Percentiles SummarizeHistogram(const LatencyHistogram& h) {
   return out;
 }
 
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
 Interval BootstrapPercentile(std::vector<int64_t> values, double p, uint32_t resamples, uint64_t seed) {
   if (values.empty() || resamples == 0) return {};
   std::sort(values.begin(), values.end());

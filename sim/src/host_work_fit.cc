@@ -175,13 +175,13 @@ Result<HostWorkFit> FitHostWork(const std::vector<HostWorkSample>& samples) {
       std::vector<double> routing,
       FitStep(samples, "routing", all,
               [](const HostWorkSample& s) { return std::vector<double>{1.0, static_cast<double>(s.tokens) * s.experts}; },
-              [](const HostWorkSample& s) { return static_cast<double>(s.routing_ns - s.gate_ns); }, &fit.routing));
+              [](const HostWorkSample& s) { return static_cast<double>(s.routing_ns); }, &fit.routing));
   COLIBRI_ASSIGN_OR_RETURN(
       std::vector<double> scheduling,
       FitStep(samples, "scheduling", all,
               [](const HostWorkSample& s) {
                 return std::vector<double>{1.0, static_cast<double>(s.distinct), static_cast<double>(s.tokens) * s.top_k,
-                                           static_cast<double>(s.reads)};
+                                           static_cast<double>(s.reads), s.reads > 0 ? 1.0 : 0.0};
               },
               [](const HostWorkSample& s) { return static_cast<double>(s.scheduling_ns); }, &fit.scheduling));
   COLIBRI_ASSIGN_OR_RETURN(
@@ -200,6 +200,7 @@ Result<HostWorkFit> FitHostWork(const std::vector<HostWorkSample>& samples) {
   h.scheduling_ps_per_expert = Ps(scheduling[1]);
   h.scheduling_ps_per_assignment = Ps(scheduling[2]);
   h.scheduling_ps_per_read = Ps(scheduling[3]);
+  h.scheduling_read_fixed_ns = Ns(scheduling[4]);
   h.gather_fixed_ns = Ns(gather[0]);
   h.gather_ps_per_element = Ps(gather[1]);
   h.aggregation_fixed_ns = Ns(aggregation[0]);

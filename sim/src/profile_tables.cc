@@ -38,6 +38,7 @@ const HostWorkField kHostWorkFields[] = {
     COLIBRI_HOST_WORK_FIELD(routing_fixed_ns),          COLIBRI_HOST_WORK_FIELD(routing_ps_per_logit),
     COLIBRI_HOST_WORK_FIELD(scheduling_fixed_ns),       COLIBRI_HOST_WORK_FIELD(scheduling_ps_per_expert),
     COLIBRI_HOST_WORK_FIELD(scheduling_ps_per_assignment), COLIBRI_HOST_WORK_FIELD(scheduling_ps_per_read),
+    COLIBRI_HOST_WORK_FIELD(scheduling_read_fixed_ns),
     COLIBRI_HOST_WORK_FIELD(gather_fixed_ns),           COLIBRI_HOST_WORK_FIELD(gather_ps_per_element),
     COLIBRI_HOST_WORK_FIELD(aggregation_fixed_ns),      COLIBRI_HOST_WORK_FIELD(aggregation_ps_per_element),
 };

@@ -1,5 +1,7 @@
 #include "colibri/sim/sim_host_work.h"
 
+#include <algorithm>
+
 namespace colibri::sim {
 namespace {
 
@@ -21,19 +23,19 @@ Result<std::unique_ptr<SimHostWork>> SimHostWork::Make(const HostWorkProfile& pr
 
 engine::TimeNs SimHostWork::RoutingNs(size_t tokens, uint32_t experts, uint32_t hidden, bool gate_charged) const {
   if (tokens == 0) return 0;
-  engine::TimeNs gate_ns = 0;
-  if (!gate_charged) {
-    const Result<engine::TimeNs> gate = compute_->GateGemvNs(experts, hidden, tokens);
-    gate_ns = gate.ok() ? gate.value() : 0;  // Make checked that the model costs gate GEMVs
-  }
-  return gate_ns + Cost(profile_.routing_fixed_ns, Product(tokens, experts) * profile_.routing_ps_per_logit);
+  const engine::TimeNs routing_ns =
+      Cost(profile_.routing_fixed_ns, Product(tokens, experts) * profile_.routing_ps_per_logit);
+  if (!gate_charged) return routing_ns;
+  const Result<engine::TimeNs> gate = compute_->GateGemvNs(experts, hidden, tokens);
+  const engine::TimeNs gate_ns = gate.ok() ? gate.value() : 0;  // Make checked that the model costs gate GEMVs
+  return std::max<engine::TimeNs>(0, routing_ns - gate_ns);
 }
 
 engine::TimeNs SimHostWork::SchedulingNs(size_t tokens, uint32_t top_k, uint32_t distinct_experts, uint32_t reads) const {
   const unsigned __int128 ps = Product(distinct_experts, profile_.scheduling_ps_per_expert) +
                                Product(tokens, top_k) * profile_.scheduling_ps_per_assignment +
                                Product(reads, profile_.scheduling_ps_per_read);
-  return Cost(profile_.scheduling_fixed_ns, ps);
+  return Cost(profile_.scheduling_fixed_ns + (reads > 0 ? profile_.scheduling_read_fixed_ns : 0), ps);
 }
 
 engine::TimeNs SimHostWork::GatherNs(size_t rows, uint32_t hidden) const {

@@ -49,7 +49,7 @@ struct TestTrace {
   bool pass_major = false;    // records ordered pass, layer, request (as the engine records) instead of request-major
   uint32_t top_k = 2;
   uint64_t layer1_expert_bytes = kTestExpertBytes;  // the second layer's experts (mixed quantisation when smaller)
-  std::vector<uint64_t> dense_bytes;  // per MoE layer (2), or none
+  std::vector<uint64_t> dense_bytes = {};  // per MoE layer (2), or none
 };
 
 // Writes a trace of 2 MoE layers x 16 experts, top-k, bf16 H = 256 I = 128;

@@ -103,12 +103,18 @@ TEST_F(SimComputeTableTest, HostWorkByHand) {
   auto made = SimHostWork::Make(h, compute.get());
   ASSERT_TRUE(made.ok()) << made.status().message();
   const SimHostWork& w = *made.value();
-  // 4 tokens x 64 experts: gate 37,143 ns (the table) + 1 us + 256 x 0.5 ns.
-  EXPECT_EQ(w.RoutingNs(4, 64, 2048, /*gate_charged=*/false), 37'143 + 1'000 + 128);
-  EXPECT_EQ(w.RoutingNs(4, 64, 2048, /*gate_charged=*/true), 1'000 + 128);
+  // 4 tokens x 64 experts: 1 us + 256 x 0.5 ns, the whole step; less the
+  // gate's 37,143 ns (the table) when the compute model charged it: not below 0.
+  EXPECT_EQ(w.RoutingNs(4, 64, 2048, /*gate_charged=*/false), 1'000 + 128);
+  EXPECT_EQ(w.RoutingNs(4, 64, 2048, /*gate_charged=*/true), 0);
   EXPECT_EQ(w.RoutingNs(0, 64, 2048, false), 0);
-  // 8 experts, 4 x 4 assignments, 2 reads: 2000 + 800 + 160 + 6000.
+  // 8 experts, 4 x 4 assignments, 2 reads: 2000 + 800 + 160 + 6000, + 700 once for reading.
   EXPECT_EQ(w.SchedulingNs(4, 4, 8, 2), 8'960);
+  h.scheduling_read_fixed_ns = 700;
+  auto with_read_fixed = SimHostWork::Make(h, compute.get());
+  ASSERT_TRUE(with_read_fixed.ok());
+  EXPECT_EQ(with_read_fixed.value()->SchedulingNs(4, 4, 8, 2), 8'960 + 700);
+  EXPECT_EQ(with_read_fixed.value()->SchedulingNs(4, 4, 8, 0), 2'000 + 800 + 160);
   EXPECT_EQ(w.GatherNs(3, 2048), 300 + 1'536);
   EXPECT_EQ(w.AggregationNs(4, 4, 2048), 100 + 4'096);
 }

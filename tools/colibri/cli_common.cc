@@ -1,6 +1,5 @@
 #include "cli_common.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+
+#include "colibri/bench/files.h"
 
 namespace colibri::cli {
 
@@ -118,39 +119,46 @@ Json ToJson(const TraceOutputFlags& flags) {
   return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
-uint64_t PeakRssBytes() {
-  struct rusage usage {};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;
-}
-
 Status WriteOutput(const std::string& path, const std::string& bytes) {
   if (path.empty()) {
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     return Status::Ok();
   }
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      return Status::IoError(path + ": cannot write");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return Status::IoError(path + ": cannot rename the written file into place");
-  }
-  std::fprintf(stderr, "wrote %s (%zu bytes)\n", path.c_str(), bytes.size());
+  COLIBRI_RETURN_IF_ERROR(bench::WriteFileAtomically(path, bytes));
+  SayWritten(path, bytes.size());
   return Status::Ok();
+}
+
+void SayWritten(const std::string& path, uint64_t bytes) {
+  std::fprintf(stderr, "wrote %s (%llu bytes)\n", path.c_str(), static_cast<unsigned long long>(bytes));
+}
+
+void SayProfilesWritten(const Json& paths) {
+  if (!paths.is_array()) return;
+  for (const Json& path : paths) SayWritten(path.get<std::string>(), bench::FileBytes(path.get<std::string>()));
+}
+
+void PrintProfilesWritten(const Json& paths) {
+  if (!paths.is_array()) return;
+  for (const Json& path : paths) std::printf("profile: %s\n", path.get<std::string>().c_str());
+}
+
+Result<Json> WithConfig(Json config, Result<Json> measured) {
+  if (!measured.ok()) return measured.status();
+  Json doc{{"config", std::move(config)}};
+  for (auto& [key, value] : measured.value().items()) doc[key] = std::move(value);
+  return doc;
+}
+
+bench::Observer StderrObserver(Progress* progress) {
+  bench::Observer observer;
+  if (progress != nullptr) {
+    observer.progress = [progress](uint64_t done, uint64_t total) { progress->Update(done, total); };
+    observer.progress_done = [progress] { progress->Done(); };
+  }
+  observer.warning = [](const std::string& line) { std::fprintf(stderr, "colibri: warning: %s\n", line.c_str()); };
+  observer.note = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  return observer;
 }
 
 void PrintJson(const Json& doc) { std::cout << doc.dump(2) << "\n"; }

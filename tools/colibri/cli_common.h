@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/bench/harness.h"
 #include "colibri/status.h"
 #include "colibri/traces/writer.h"
 
@@ -50,12 +51,9 @@ Json ToJson(const TraceOutputFlags& flags);
 // Writes `bytes` to stdout (empty path) or to `path` through a temporary file
 // and a rename, so a failed write leaves no partial file; says so on stderr.
 Status WriteOutput(const std::string& path, const std::string& bytes);
-
-// The median of `values` (the mean of the middle two for an even count); 0 when empty.
-double Median(std::vector<double> values);
-
-// This process's peak resident set so far (getrusage ru_maxrss), in bytes.
-uint64_t PeakRssBytes();
+// "wrote <path> (<bytes> bytes)" on stderr: what WriteOutput says of a file,
+// for files a library wrote.
+void SayWritten(const std::string& path, uint64_t bytes);
 
 // Prints a JSON document to stdout followed by a newline.
 void PrintJson(const Json& doc);
@@ -64,6 +62,20 @@ void PrintJson(const Json& doc);
 // exit code; otherwise prints the JSON document (`json`) or calls `human`
 // with it, and returns kExitOk.
 int Emit(const Result<Json>& result, bool json, void (*human)(const Json&));
+
+// A GPU benchmark's "profiles_written" (null, or the paths written): each
+// file as SayWritten says it, on stderr; and "profile: <path>" lines on stdout.
+void SayProfilesWritten(const Json& paths);
+void PrintProfilesWritten(const Json& paths);
+
+// A benchmark's document: {"config": config (the flags it ran with), then
+// every key of `measured`}; an error as it is.
+Result<Json> WithConfig(Json config, Result<Json> measured);
+
+class Progress;
+// A harness's Observer for the CLI: progress to `progress` (may be null),
+// warnings as "colibri: warning: <line>" and notes as they are, on stderr.
+bench::Observer StderrObserver(Progress* progress);
 
 // A single progress line on stderr, redrawn at most a few times a second,
 // printed only when stderr is a terminal. Not thread-safe.

@@ -15,8 +15,8 @@
 #include "colibri/engine/moe_engine.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/reports/curves_html.h"
+#include "colibri/reports/latency_json.h"
 #include "commands.h"
-#include "latency_json.h"
 
 namespace colibri::cli {
 namespace {
@@ -87,7 +87,7 @@ const replay::LabResult* BeladyAt(const std::vector<replay::LabResult>& results,
 
 Json ResultJson(const replay::LabResult& r, const replay::LabResult* belady, uint64_t token_cycle_bytes) {
   Json layers = Json::array();
-  for (size_t l = 0; l < r.layer_lookups.size(); ++l) layers.push_back(Pct(r.layer_hits[l], r.layer_lookups[l]));
+  for (size_t l = 0; l < r.layer_lookups.size(); ++l) layers.push_back(reports::Pct(r.layer_hits[l], r.layer_lookups[l]));
   Json j{{"policy", r.policy},
          {"prefetch", r.predictor},
          {"budget_mib", static_cast<double>(r.budget_bytes) / kMiB},
@@ -136,8 +136,8 @@ Result<Json> Sweep(const SweepFlags& f) {
            {"layer_batches", trace.batches.size()},
            {"results", rows}};
   if (trace.has_recorded) {
-    out["recorded"] = Json{{"hit_pct_decode", Pct(trace.recorded_hits_decode, trace.recorded_lookups_decode)},
-                           {"hit_pct_cum", Pct(trace.recorded_hits, trace.recorded_lookups)},
+    out["recorded"] = Json{{"hit_pct_decode", reports::Pct(trace.recorded_hits_decode, trace.recorded_lookups_decode)},
+                           {"hit_pct_cum", reports::Pct(trace.recorded_hits, trace.recorded_lookups)},
                            {"lookups", trace.recorded_lookups}};
   }
   if (!warning.empty()) out["warning"] = warning;

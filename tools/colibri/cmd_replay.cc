@@ -11,15 +11,15 @@
 #include <optional>
 #include <thread>
 
+#include "cache_flags.h"
 #include "cli_common.h"
 #include "colibri/replay/replay_run.h"
 #include "colibri/replay/run_record.h"
 #include "colibri/replay/trace_events.h"
+#include "colibri/reports/latency_json.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/importers.h"
 #include "commands.h"
-#include "latency_json.h"
-#include "cache_flags.h"
 #include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
@@ -66,9 +66,9 @@ struct ReplayFlags {
   bool json = false;
 };
 
-Json HistogramJson(const reports::LatencyHistogram& h) { return PercentilesJson(reports::SummarizeHistogram(h)); }
+Json HistogramJson(const reports::LatencyHistogram& h) { return reports::PercentilesJson(reports::SummarizeHistogram(h)); }
 
-Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
+Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
 
 // Per decode pass, in run order (--decode-series): one array per figure.
 Json DecodeSeriesJson(const std::vector<replay::DecodePasses::Pass>& series) {
@@ -121,7 +121,7 @@ Json PacingJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
 
 Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
   Json steps = Json::object();
-  for (size_t i = 0; i < r.step_ns.size(); ++i) steps[replay::ReplayResult::kStepNames[i]] = SamplesJson(r.step_ns[i]);
+  for (size_t i = 0; i < r.step_ns.size(); ++i) steps[replay::ReplayResult::kStepNames[i]] = reports::SamplesJson(r.step_ns[i]);
   Json load = Json::array();
   for (const traces::LoadDeviation& d : r.expert_load) {
     load.push_back(Json{{"cv", d.cv}, {"max_over_mean", d.max_over_mean}, {"gini", d.gini}, {"unused", d.unused}});
@@ -144,8 +144,8 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"simulated_ns", r.simulated ? Json(r.elapsed_ns) : Json(nullptr)},
               {"elapsed_ns", r.elapsed_ns},
               {"moe_ns", r.moe_ns},
-              {"hit_pct_decode", Pct(r.served_decode, r.lookups_decode)},
-              {"hit_pct_cum", Pct(r.served, r.lookups)},
+              {"hit_pct_decode", reports::Pct(r.served_decode, r.lookups_decode)},
+              {"hit_pct_cum", reports::Pct(r.served, r.lookups)},
               {"cache", {{"l1", TierJson(r.l1)}, {"l2", TierJson(r.l2)}}},
               {"router", c.routing == replay::RoutingMode::kRecompute ? RouterJson(c.router, r.router) : Json(nullptr)},
               {"prefetch", PrefetchJson(c.prefetch.predictor, r.prefetch, r.l2.misses)},
@@ -155,13 +155,13 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"queue_full_events", r.queue_full_events},
               {"staged_experts", r.staged},
               {"step_latency_ns", steps},
-              {"request_latency_ns", SamplesJson(r.request_latency_ns)},
-              {"ttft_ns", SamplesJson(r.ttft_ns)},
-              {"tpot_ns", SamplesJson(r.tpot_ns)},
-              {"queue_ns", r.open_loop ? SamplesJson(r.queue_ns) : Json(nullptr)},
+              {"request_latency_ns", reports::SamplesJson(r.request_latency_ns)},
+              {"ttft_ns", reports::SamplesJson(r.ttft_ns)},
+              {"tpot_ns", reports::SamplesJson(r.tpot_ns)},
+              {"queue_ns", r.open_loop ? reports::SamplesJson(r.queue_ns) : Json(nullptr)},
               {"dense_cost", DenseCostJson(r.dense_cost)},
               {"decode", DecodeJson(r.decode, c.decode_series)},
-              {"throughput", ThroughputJson(reports::ThroughputOf(r.passes, r.processed_tokens, r.steps, r.elapsed_ns))},
+              {"throughput", reports::ThroughputJson(reports::ThroughputOf(r.passes, r.processed_tokens, r.steps, r.elapsed_ns))},
               {"pacing", PacingJson(c, r)},
               {"expert_load", load}};
 }

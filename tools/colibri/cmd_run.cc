@@ -13,9 +13,10 @@
 #include "cli_common.h"
 #include "colibri/replay/local_run.h"
 #include "colibri/replay/run_record.h"
+#include "colibri/bench/process_memory.h"
+#include "colibri/reports/latency_json.h"
 #include "commands.h"
 #include "hw_flags.h"
-#include "latency_json.h"
 #include "router_flags.h"
 #include "run_storage.h"
 
@@ -93,7 +94,7 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   return o;
 }
 
-Json TierJson(const engine::TierCounters& c) { return cli::TierJson(c.lookups, c.hits); }
+Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
 
 Json ConfigJson(const RunFlags& f) {
   Json config{{"model", f.model_dir},       {"requests", f.requests},
@@ -118,7 +119,7 @@ Json ConfigJson(const RunFlags& f) {
 
 Json ResultJson(const RunFlags& f, const replay::LocalRunOptions& o, const replay::LocalRunResult& r) {
   Json steps_json = Json::object();
-  for (size_t i = 0; i < r.step_ns.size(); ++i) steps_json[replay::LocalRunResult::kStepNames[i]] = SamplesJson(r.step_ns[i]);
+  for (size_t i = 0; i < r.step_ns.size(); ++i) steps_json[replay::LocalRunResult::kStepNames[i]] = reports::SamplesJson(r.step_ns[i]);
   Json out{{"config", ConfigJson(f)},
            {"storage_backend", r.storage_backend},
            {"transfer_backend", r.transfer_backend},
@@ -135,8 +136,8 @@ Json ResultJson(const RunFlags& f, const replay::LocalRunOptions& o, const repla
            {"tokens_per_s", r.throughput.tokens_per_s},
            {"processed_tokens_per_s", r.throughput.processed_tokens_per_s},
            {"steps", r.steps},
-           {"hit_pct_decode", Pct(r.served_decode, r.lookups_decode)},
-           {"hit_pct_cum", Pct(r.served, r.lookups)},
+           {"hit_pct_decode", reports::Pct(r.served_decode, r.lookups_decode)},
+           {"hit_pct_cum", reports::Pct(r.served, r.lookups)},
            {"cache", {{"l1", TierJson(r.l1)}, {"l2", TierJson(r.l2)}}},
            {"router", RouterJson(o.router, r.router)},
            {"prefetch", PrefetchJson(f.prefetch.predictor, r.prefetch, r.l2.misses)},
@@ -146,12 +147,12 @@ Json ResultJson(const RunFlags& f, const replay::LocalRunOptions& o, const repla
            {"device_staged_experts", r.device_staged},
            {"dropped_assignments", r.dropped_assignments},
            {"pool_bytes", r.pool_bytes},
-           {"peak_rss_bytes", PeakRssBytes()},
+           {"peak_rss_bytes", bench::PeakRssBytes()},
            {"step_latency_ns", steps_json},
-           {"request_latency_ns", SamplesJson(r.request_latency_ns)},
-           {"ttft_ns", SamplesJson(r.ttft_ns)},
-           {"tpot_ns", SamplesJson(r.tpot_ns)},
-           {"throughput", ThroughputJson(r.throughput)},
+           {"request_latency_ns", reports::SamplesJson(r.request_latency_ns)},
+           {"ttft_ns", reports::SamplesJson(r.ttft_ns)},
+           {"tpot_ns", reports::SamplesJson(r.tpot_ns)},
+           {"throughput", reports::ThroughputJson(r.throughput)},
            {"warnings", r.warnings}};
   if (r.recording) out["recorded_records"] = r.recording->records;
   return out;

@@ -8,9 +8,9 @@
 
 #include "cli_common.h"
 #include "colibri/reports/compare.h"
+#include "colibri/reports/latency_json.h"
 #include "colibri/traces/importers.h"
 #include "commands.h"
-#include "latency_json.h"
 #include "run_storage.h"
 
 namespace colibri::cli {
@@ -48,12 +48,12 @@ Json InfoJson(const reports::RunInfo& i) {
 
 Json ResultsJson(const reports::RunResults& r) {
   Json dists = Json::object();
-  for (const auto& [name, s] : r.distributions) dists[name] = PercentilesJson(s.Summarize());
+  for (const auto& [name, s] : r.distributions) dists[name] = reports::PercentilesJson(s.Summarize());
   Json tiers = Json::array();
   for (const reports::TierCounters& t : r.tiers) {
     tiers.push_back(Json{{"tier", t.tier}, {"lookups", t.lookups}, {"hits", t.hits},
                          {"decode_lookups", t.decode_lookups}, {"decode_hits", t.decode_hits},
-                         {"hit_pct_cum", Pct(t.hits, t.lookups)}, {"hit_pct_decode", Pct(t.decode_hits, t.decode_lookups)},
+                         {"hit_pct_cum", reports::Pct(t.hits, t.lookups)}, {"hit_pct_decode", reports::Pct(t.decode_hits, t.decode_lookups)},
                          {"read_bytes", t.read_bytes}});
   }
   Json texts = Json::object();

@@ -1,7 +1,6 @@
 #include "run_storage.h"
 
 #include <algorithm>
-#include <chrono>
 #include <nlohmann/json.hpp>
 
 namespace colibri::cli {
@@ -50,11 +49,6 @@ std::vector<std::string> RerunArgs(const std::vector<std::string>& options_to_dr
   }
   out.insert(out.end(), extra.begin(), extra.end());
   return out;
-}
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 void StampRun(const std::vector<std::string>& rerun_args, reports::RunInfo* info) {

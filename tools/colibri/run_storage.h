@@ -38,7 +38,7 @@ std::vector<std::string> RerunArgs(const std::vector<std::string>& options_to_dr
 
 // Tool version, commit, started_at_ms (now) and command_json of a new run.
 void StampRun(const std::vector<std::string>& rerun_args, reports::RunInfo* info);
-int64_t NowUnixMs();
+using reports::NowUnixMs;
 
 // The ids of the runs this process stored, in order (runs rerun reads them).
 std::vector<int64_t>& StoredRunIds();

@@ -10,7 +10,8 @@
 // space refuses (nothing written); tmpfs or a file system without O_DIRECT
 // is measured anyway with a warning that says what was measured (memory, or
 // reads through the page cache). The file holds seeded pseudo-random bytes
-// (a virtual disk may short-cut zeros) and is removed at the end.
+// (a virtual disk may short-cut zeros; bench::CreateRandomFile, which also
+// drops it from the page cache) and is removed at the end.
 //
 // Ownership: owns the file while it runs. Thread-safety: one call at a time
 // per directory. Errors: Status values naming the path or the point.

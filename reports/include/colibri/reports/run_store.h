@@ -44,6 +44,10 @@ inline constexpr int kSchemaVersion = 2;
 // ./colibri-runs.db, or $COLIBRI_DB when set and non-empty.
 std::string DefaultDbPath();
 
+// The wall clock in Unix milliseconds, for a run's started_at_ms and
+// finished_at_ms (provenance only, never in decisions).
+int64_t NowUnixMs();
+
 // What identifies a run and is needed to re-run it.
 struct RunInfo {
   int64_t run_id = 0;             // assigned by BeginRun

@@ -43,6 +43,10 @@ struct Interval {
 };
 Interval BootstrapPercentile(std::vector<int64_t> values, double p, uint32_t resamples, uint64_t seed);
 
+// The median of `values` (the mean of the middle two for an even count); 0
+// when empty. For a handful of per-run figures (rates, seconds), not samples.
+double Median(std::vector<double> values);
+
 class Samples {
  public:
   void Add(int64_t value_ns) {

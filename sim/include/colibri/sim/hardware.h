@@ -127,12 +127,15 @@ struct ComputeProfile {
 // they stay integers.
 struct HostWorkProfile {
   bool present = false;
-  TimeNs routing_fixed_ns = 0;           // scoring, top-k and capacity, beyond the gate GEMV
+  // The whole routing step (gate GEMV, scoring, top-k, capacity) as the
+  // engine measured it on the calibrated router shape (experts x hidden).
+  TimeNs routing_fixed_ns = 0;
   uint64_t routing_ps_per_logit = 0;     // per token x expert
   TimeNs scheduling_fixed_ns = 0;        // union, lookups, slot choices, read submission
   uint64_t scheduling_ps_per_expert = 0; // per distinct expert of the batch
   uint64_t scheduling_ps_per_assignment = 0;  // per (token, slot)
   uint64_t scheduling_ps_per_read = 0;   // per read submitted
+  TimeNs scheduling_read_fixed_ns = 0;   // once per batch that submits any read (the first submission's cost)
   TimeNs gather_fixed_ns = 0;            // per expert computed: gathering its inputs, scattering its outputs
   uint64_t gather_ps_per_element = 0;    // per row x hidden element moved
   TimeNs aggregation_fixed_ns = 0;

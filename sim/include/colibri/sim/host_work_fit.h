@@ -4,9 +4,10 @@
 // it handles (sim_host_work.h); each is fitted by non-negative least squares
 // (Lawson-Hanson) of the relative error (each batch weighted by 1 / its time)
 // over the batches:
-//   routing     routing_ns - gate_ns  ~ fixed + ps_per_logit x tokens x experts
+//   routing     routing_ns            ~ fixed + ps_per_logit x tokens x experts (gate GEMV included)
 //   scheduling  scheduling_ns         ~ fixed + ps_per_expert x distinct
 //                                       + ps_per_assignment x tokens x top_k + ps_per_read x reads
+//                                       + read_fixed x (reads > 0)
 //   gather      gather_ns             ~ fixed x distinct + ps_per_element x tokens x top_k x hidden
 //               (the batch's time outside the other steps, the FFNs and the copies: measure it on
 //                batches without reads, where nothing else waits)

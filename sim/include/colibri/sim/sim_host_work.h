@@ -2,11 +2,13 @@
 // (engine/host_work.h), from a machine profile's measured host_work
 // (hardware.h, HostWorkProfile; written by `colibri calibrate`). Each step is
 // linear in what it handles (per-unit costs in ps, rounded to ns once per call):
-//   routing     = [gate GEMV: SimCompute::GateGemvNs, unless the compute
-//                 backend charged it] + routing_fixed_ns
-//                 + tokens x experts x routing_ps_per_logit
+//   routing     = routing_fixed_ns + tokens x experts x routing_ps_per_logit
+//                 (the whole step as measured, gate GEMV included), less
+//                 SimCompute::GateGemvNs when the compute backend charged the
+//                 GEMV itself (not below 0)
 //   scheduling  = scheduling_fixed_ns + distinct x ps_per_expert
 //                 + tokens x top_k x ps_per_assignment + reads x ps_per_read
+//                 + scheduling_read_fixed_ns when reads > 0
 //   gather      = gather_fixed_ns + rows x hidden x gather_ps_per_element
 //   aggregation = aggregation_fixed_ns + tokens x top_k x hidden x ps_per_element
 // Ownership: borrows the SimCompute (it must outlive this). Thread-safety:

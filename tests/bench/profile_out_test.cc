@@ -1,8 +1,8 @@
-// The `--profile-out` writer of the GPU benchmarks (hw_profile_out.h), without
+// The `--profile-out` writer of the GPU benchmarks (profile_out.h), without
 // a GPU: measured numbers in, profile files out that parse with the sim's
 // parsers, carry the measured values and provenance, and resolve as a
 // machine in the catalog together with the built-in NVMe drive.
-#include "hw_profile_out.h"
+#include "colibri/bench/profile_out.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 
 #include "../traces/test_util.h"
 
-namespace colibri::cli {
+namespace colibri::bench {
 namespace {
 
 sim::HardwareCatalog BuiltIn() {
@@ -218,13 +218,5 @@ TEST(HwProfileOutTest, FilesLoadAsAMachineWithTheBuiltInDrive) {
   EXPECT_EQ(machine.value().compute.peak_flops_per_s.at("bf16"), 3'500'000'000'000u);
 }
 
-TEST(HwProfileOutTest, CommandLineAndDate) {
-  EXPECT_NE(CommandLine().find("tools_test"), std::string::npos) << CommandLine();
-  const std::string now = UtcNow();
-  ASSERT_EQ(now.size(), 20u) << now;
-  EXPECT_EQ(now[10], 'T');
-  EXPECT_EQ(now.back(), 'Z');
-}
-
 }  // namespace
-}  // namespace colibri::cli
+}  // namespace colibri::bench

@@ -1,12 +1,12 @@
-#include "latency_json.h"
+#include "colibri/reports/latency_json.h"
 
 #include <gtest/gtest.h>
 
-namespace colibri::cli {
+namespace colibri::reports {
 namespace {
 
 TEST(LatencyJsonTest, SortsAndSummarises) {
-  const Json j = LatencyJson({5, 1, 4, 2, 3});
+  const nlohmann::ordered_json j = LatencyJson({5, 1, 4, 2, 3});
   EXPECT_EQ(j["p50"].get<int64_t>(), 3);
   EXPECT_EQ(j["max"].get<int64_t>(), 5);
   EXPECT_EQ(j["samples"].get<uint64_t>(), 5u);
@@ -15,12 +15,21 @@ TEST(LatencyJsonTest, SortsAndSummarises) {
   EXPECT_EQ(LatencyJson({})["p99"].get<int64_t>(), 0);
 }
 
+TEST(LatencyJsonTest, TiersAndPercent) {
+  EXPECT_EQ(Pct(1, 4), 25.0);
+  EXPECT_EQ(Pct(1, 0), 0.0);
+  const nlohmann::ordered_json tier = TierJson(10, 7);
+  EXPECT_EQ(tier["misses"].get<uint64_t>(), 3u);
+  EXPECT_EQ(tier["hit_pct_cum"].get<double>(), 70.0);
+}
+
 TEST(LatencyJsonTest, SamplesAndThroughputAsBothCommandsPrintThem) {
-  const Json s = SamplesJson(reports::Samples::FromRaw({5, 1, 4, 2, 3}));
+  using Json = nlohmann::ordered_json;
+  const Json s = SamplesJson(Samples::FromRaw({5, 1, 4, 2, 3}));
   EXPECT_EQ(s, LatencyJson({5, 1, 4, 2, 3}));
-  const Json t = ThroughputJson(reports::ThroughputOf(21, 33, 99, 1'000'000'000));
+  const Json t = ThroughputJson(ThroughputOf(21, 33, 99, 1'000'000'000));
   EXPECT_EQ(t, (Json{{"tokens_per_s", 21.0}, {"processed_tokens_per_s", 33.0}, {"steps_per_s", 99.0}}));
 }
 
 }  // namespace
-}  // namespace colibri::cli
+}  // namespace colibri::reports

@@ -1,16 +1,16 @@
-#include "hw_profile_out.h"
+#include "colibri/bench/profile_out.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cinttypes>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
-namespace colibri::cli {
+#include "colibri/bench/files.h"
+
+namespace colibri::bench {
 namespace {
 
 Json Figure(uint64_t value, const char* basis, const std::string& source, const std::string& note) {
@@ -124,7 +124,7 @@ Result<std::string> WriteMachine(const std::string& dir, const ProfileRun& run, 
   COLIBRI_ASSIGN_OR_RETURN(Json machine,
                            MachineProfileJson(run, pcie, pcie_measured, compute, compute_measured, catalog));
   const std::string path = PathIn(dir, MeasuredMachineName(run.device_name));
-  COLIBRI_RETURN_IF_ERROR(WriteOutput(path, machine.dump(2) + "\n"));
+  COLIBRI_RETURN_IF_ERROR(WriteFileAtomically(path, machine.dump(2) + "\n"));
   return path;
 }
 
@@ -284,7 +284,7 @@ Result<std::vector<std::string>> WritePcieProfiles(const std::string& dir, const
   COLIBRI_ASSIGN_OR_RETURN(Json pcie, PcieProfileJson(m, catalog));
   COLIBRI_RETURN_IF_ERROR(MakeDir(dir));
   const std::string path = PathIn(dir, MeasuredPcieId(m.run.device_name));
-  COLIBRI_RETURN_IF_ERROR(WriteOutput(path, pcie.dump(2) + "\n"));
+  COLIBRI_RETURN_IF_ERROR(WriteFileAtomically(path, pcie.dump(2) + "\n"));
   COLIBRI_ASSIGN_OR_RETURN(std::string machine, WriteMachine(dir, m.run, catalog));
   return std::vector<std::string>{path, machine};
 }
@@ -294,37 +294,9 @@ Result<std::vector<std::string>> WriteComputeProfiles(const std::string& dir, co
   COLIBRI_ASSIGN_OR_RETURN(Json compute, ComputeProfileJson(m, catalog));
   COLIBRI_RETURN_IF_ERROR(MakeDir(dir));
   const std::string path = PathIn(dir, MeasuredComputeId(m.run.device_name));
-  COLIBRI_RETURN_IF_ERROR(WriteOutput(path, compute.dump(2) + "\n"));
+  COLIBRI_RETURN_IF_ERROR(WriteFileAtomically(path, compute.dump(2) + "\n"));
   COLIBRI_ASSIGN_OR_RETURN(std::string machine, WriteMachine(dir, m.run, catalog));
   return std::vector<std::string>{path, machine};
 }
 
-std::string CommandLine() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string line;
-  std::string word;
-  std::istringstream words(raw);
-  while (std::getline(words, word, '\0')) {
-    if (!line.empty()) line += ' ';
-    if (word.empty() || word.find_first_of(" \t'\"\\$") != std::string::npos) {
-      std::string quoted = "'";
-      for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      line += quoted + "'";
-    } else {
-      line += word;
-    }
-  }
-  return line.empty() ? "colibri" : line;
-}
-
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-}  // namespace colibri::cli
+}  // namespace colibri::bench

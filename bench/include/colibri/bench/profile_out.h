@@ -1,5 +1,6 @@
-// `--profile-out DIR` of `colibri bench pcie` and `bench compute --compute
-// cuda`: the measured figures as hardware profile files
+// Measured GPU figures as hardware profile files (`--profile-out DIR` of
+// `colibri bench pcie` and `bench compute --compute cuda`; a calibration
+// writes them the same way)
 // (docs/HARDWARE_PROFILES.md), loadable with `--hw-file`:
 //   DIR/measured-<device>-pcie.json     kind pcie (bench pcie)
 //   DIR/measured-<device>-compute.json  kind compute (bench compute --compute cuda)
@@ -15,11 +16,13 @@
 // The *ProfileJson functions are pure: they turn measured numbers into a
 // profile document, taking the figures they do not measure from the
 // built-in catalog with their basis, source and note kept. Every document
-// they return parses with sim::Parse*Profile (tests/tools/hw_profile_out_test.cc).
+// they return parses with sim::Parse*Profile (tests/bench/profile_out_test.cc).
 // Errors: kInvalidArgument for a measured figure the format rejects (a zero
 // rate), kNotFound for a built-in profile missing from the catalog; the
 // Write* functions add kIoError for files that cannot be written.
-// Thread-safety: plain functions; the Write* functions write files.
+// Ownership: plain values in and out. Thread-safety: plain functions; the
+// Write* functions write files (atomically, each through a rename) and print
+// nothing.
 #pragma once
 
 #include <cstdint>
@@ -27,15 +30,16 @@
 #include <string>
 #include <vector>
 
-#include "cli_common.h"
+#include "colibri/bench/harness.h"
 #include "colibri/sim/profiles.h"
+#include "colibri/status.h"
 
-namespace colibri::cli {
+namespace colibri::bench {
 
 // Where the figures of one run came from.
 struct ProfileRun {
-  std::string command;      // the exact command line (CommandLine())
-  std::string date_utc;     // "2026-12-01T10:00:00Z" (UtcNow())
+  std::string command;      // the exact command line (provenance.h's CommandLine())
+  std::string date_utc;     // "2026-12-01T10:00:00Z" (provenance.h's UtcNow())
   std::string device_name;  // as CUDA reports it, e.g. "NVIDIA H200"
   int device_ordinal = 0;
   std::string pci_bus_id;
@@ -99,14 +103,8 @@ Result<Json> MachineProfileJson(const ProfileRun& run, const std::string& pcie_i
                                 const sim::HardwareCatalog& catalog);
 
 // Write the component file and the machine file into `dir` (created when
-// missing); return the paths written.
+// missing); return the paths written (the component's, then the machine's).
 Result<std::vector<std::string>> WritePcieProfiles(const std::string& dir, const MeasuredPcie& m);
 Result<std::vector<std::string>> WriteComputeProfiles(const std::string& dir, const MeasuredCompute& m);
 
-// This process's command line (/proc/self/cmdline), words joined by spaces,
-// a word with a space or quote single-quoted; "colibri" when unreadable.
-std::string CommandLine();
-// The current UTC time, "YYYY-MM-DDTHH:MM:SSZ".
-std::string UtcNow();
-
-}  // namespace colibri::cli
+}  // namespace colibri::bench
