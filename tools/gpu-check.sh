@@ -6,7 +6,7 @@
 # on the GPU against the CPU engine), then the GPU benchmarks
 # (docs/BENCHMARKS.md, "GPU check"): `colibri bench pcie` and `colibri bench
 # compute --compute cuda`, their JSON and the hardware profiles they write
-# (profiles/) into $OUT.
+# (profiles/) into $OUT, and `colibri calibrate --quick` (calibrate/).
 #
 # Output goes to stdout and to build/gpu-check-out/ (gpu-check.log, one gtest
 # XML per binary, the benchmarks' JSON and stderr, profiles/). When $OUT is
@@ -153,6 +153,13 @@ bench() {
   # 0.1 s for ours and for cuBLAS each.
   bench bench-pcie bench pcie --json --profile-out "$out/profiles"
   bench bench-compute-cuda bench compute --compute cuda --json --seconds 0.1 --repeats 3 --profile-out "$out/profiles"
+  # This machine's host side as `colibri calibrate --quick` measures it (storage, CPU kernels, the
+  # engine's own work): a measured profile of the lent machine in the same run (docs/FIDELITY.md).
+  if [ $gpu_listed -eq 1 ]; then
+    run "$colibri" calibrate --quick --dir "${TMPDIR:-/tmp}" -o "$out/calibrate"
+  else
+    echo "== skipped (no GPU listed): colibri calibrate --quick"
+  fi
   # The profiles they wrote must load (measured-h200.json, or measured-<device>.json, names both parts).
   if compgen -G "$out/profiles/*.json" >/dev/null; then
     hw_files=()
