@@ -96,6 +96,7 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     out.warnings.push_back(o.dir + " is tmpfs: this measures memory, not a drive");
   }
   out.block_device = sim::ThisMachineIdentity(o.dir).block_device;
+  out.file_bytes = o.file_bytes;
   out.device_queue_depth = DeviceTags(out.block_device);
 
   const bench::ScratchFile file(
@@ -124,27 +125,46 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
       if (d == 1 || static_cast<uint64_t>(d) * s <= o.max_in_flight_bytes) points.emplace_back(s, d);
     }
   }
+  // Every point is measured once per pass, the passes one after another (so a transient stall of
+  // the device lands in one pass of a point, not in all); each pass has its share of the time and
+  // read limits. The pass with the median p99 is kept, and the spread of the passes' p99s reported.
+  const uint32_t passes = std::max<uint32_t>(1, o.passes);
+  std::vector<std::vector<sim::ReadGridPoint>> measured(points.size());
   uint64_t seed = o.seed;
   std::unique_ptr<engine::SlabPool> buffers;
-  for (size_t i = 0; i < points.size(); ++i) {
-    const auto [read_bytes, depth] = points[i];
-    if (buffers == nullptr || buffers->slot_bytes() != read_bytes || buffers->slot_count() < depth) {
-      buffers.reset();
-      uint32_t most = 1;
-      for (const auto& [s, d] : points) {
-        if (s == read_bytes) most = std::max(most, d);
+  for (uint32_t pass = 0; pass < passes; ++pass) {
+    for (size_t i = 0; i < points.size(); ++i) {
+      const auto [read_bytes, depth] = points[i];
+      if (buffers == nullptr || buffers->slot_bytes() != read_bytes || buffers->slot_count() < depth) {
+        buffers.reset();
+        uint32_t most = 1;
+        for (const auto& [s, d] : points) {
+          if (s == read_bytes) most = std::max(most, d);
+        }
+        COLIBRI_ASSIGN_OR_RETURN(buffers, engine::SlabPool::Create(read_bytes * most, read_bytes, kAlignmentBytes));
       }
-      COLIBRI_ASSIGN_OR_RETURN(buffers, engine::SlabPool::Create(read_bytes * most, read_bytes, kAlignmentBytes));
+      const uint64_t min_reads = std::max<uint64_t>(o.min_reads_per_point, 4ull * depth);
+      COLIBRI_ASSIGN_OR_RETURN(
+          sim::ClosedLoopReads reads,
+          sim::RunClosedLoopReads(*storage, clock, buffers->base(), read_bytes, depth,
+                                  std::max<uint64_t>(o.reads_per_point / passes, min_reads), min_reads,
+                                  o.seconds_per_point_ns / passes, ++seed, o.file_bytes));
+      COLIBRI_ASSIGN_OR_RETURN(sim::ReadGridPoint point,
+                               sim::MakeReadGridPoint(read_bytes, depth, reads.latencies_ns, reads.elapsed_ns));
+      measured[i].push_back(std::move(point));
+      if (o.progress) o.progress(pass * points.size() + i + 1, passes * points.size());
     }
-    COLIBRI_ASSIGN_OR_RETURN(sim::ClosedLoopReads reads,
-                             sim::RunClosedLoopReads(*storage, clock, buffers->base(), read_bytes, depth,
-                                                     std::max<uint64_t>(o.reads_per_point, 4ull * depth),
-                                                     std::max<uint64_t>(o.min_reads_per_point, 4ull * depth),
-                                                     o.seconds_per_point_ns, ++seed, o.file_bytes));
-    COLIBRI_ASSIGN_OR_RETURN(sim::ReadGridPoint point,
-                             sim::MakeReadGridPoint(read_bytes, depth, reads.latencies_ns, reads.elapsed_ns));
-    out.grid.points.push_back(std::move(point));
-    if (o.progress) o.progress(i + 1, points.size());
+  }
+  std::vector<double> p99_spreads;
+  for (std::vector<sim::ReadGridPoint>& runs : measured) {
+    constexpr size_t kP99 = 9;  // kReadGridQuantiles' p99
+    std::sort(runs.begin(), runs.end(), [](const sim::ReadGridPoint& a, const sim::ReadGridPoint& b) {
+      return a.latency_ns[kP99] < b.latency_ns[kP99];
+    });
+    const sim::ReadGridPoint& kept = runs[(runs.size() - 1) / 2];
+    p99_spreads.push_back(static_cast<double>(runs.back().latency_ns[kP99] - runs.front().latency_ns[kP99]) /
+                          static_cast<double>(kept.latency_ns[kP99]));
+    out.grid.points.push_back(kept);
   }
   storage.reset();
 
@@ -168,6 +188,7 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     const size_t median = 5, p99 = 9;  // kReadGridQuantiles' p50 and p99
     fit.measured_p50_ns = p.latency_ns[median];
     fit.measured_p99_ns = p.latency_ns[p99];
+    fit.pass_p99_spread = p99_spreads[out.fits.size()];
     const uint64_t reads = std::max<uint64_t>(p.reads, 200);
     for (const auto& [model, errors] :
          {std::pair{&grid_model, std::array<double*, 3>{&fit.grid_throughput_error, &fit.grid_p50_error, &fit.grid_p99_error}},

@@ -33,7 +33,8 @@ TEST(StorageGridTest, MeasuresEveryPointAndFitsBothModels) {
   ASSERT_TRUE(measured.ok()) << measured.status().message();
   const StorageGrid& g = measured.value();
   ASSERT_EQ(g.grid.points.size(), 4u);
-  EXPECT_EQ(progress_calls, 4u);
+  EXPECT_EQ(progress_calls, 4u * o.passes) << "every point of every pass";
+  EXPECT_EQ(g.file_bytes, o.file_bytes);
   for (const sim::ReadGridPoint& p : g.grid.points) {
     EXPECT_GE(p.reads, 8u);
     EXPECT_GT(p.bytes_per_s, 0u);
@@ -43,6 +44,7 @@ TEST(StorageGridTest, MeasuresEveryPointAndFitsBothModels) {
   for (const PointFit& f : g.fits) {
     EXPECT_GT(f.measured_p50_ns, 0);
     EXPECT_GT(f.grid_throughput_error, -1.0);  // computed (a ratio), not asserted
+    EXPECT_GE(f.pass_p99_spread, 0.0);
   }
   EXPECT_GE(g.channel.channels, 1u);
   EXPECT_FALSE(g.backend.empty());

@@ -1,5 +1,5 @@
 // Arrival-trace parser (colibri/traces/arrivals.h): the real Azure 2023 and
-// Mooncake FAST'25 traces in ../shared/data parse fully, with counts, first
+// Mooncake FAST'25 traces (tests/data/real, or ../shared/data for the larger ones) parse fully, with counts, first
 // and last arrivals and token sums computed independently with python3 on the
 // files (values below); exact timestamp conversion across month, leap-year,
 // century and year boundaries; CRLF, missing final newline, BOM, blank tail;
@@ -24,7 +24,12 @@ using testing::WriteFileBytes;
 constexpr char kHeader[] = "TIMESTAMP,ContextTokens,GeneratedTokens\n";  // 40 bytes
 constexpr size_t kHeaderBytes = sizeof(kHeader) - 1;
 
-std::string DataPath(const std::string& relative) { return std::string(COLIBRI_SHARED_DATA) + "/" + relative; }
+// The committed copy (tests/data/real) when there is one, else ../shared/data's (the larger traces,
+// optional: their tests skip when it is absent).
+std::string DataPath(const std::string& relative) {
+  const std::string committed = std::string(COLIBRI_SHARED_DATA) + "/" + relative;
+  return std::filesystem::exists(committed) ? committed : std::string(COLIBRI_OPTIONAL_DATA) + "/" + relative;
+}
 
 ArrivalTrace MustParse(std::string_view text) {
   auto trace = ParseArrivals(text, "t.txt");

@@ -1,4 +1,4 @@
-// ShapeFromHfConfig on the real config.json files in ../shared/data/model-configs:
+// ShapeFromHfConfig on the real config.json files in tests/data/real/model-configs:
 // layer patterns, experts, top-k and expert bytes checked by hand against the
 // files, a cross-check with the folder's config.jsonl summary, refusals of
 // unsupported families, and errors naming the file and the field.

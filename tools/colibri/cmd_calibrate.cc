@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "version.h"
 #include "colibri/calibrate/calibrate.h"
 #include "commands.h"
 
@@ -51,8 +52,8 @@ int Run(const CalibrateFlags& f) {
   options.like_config = f.like;
   options.quick = f.quick;
   options.seed = f.seed;
-  options.tool_version = COLIBRI_VERSION;
-  options.git_commit = COLIBRI_GIT_COMMIT;
+  options.tool_version = ColibriVersion();
+  options.git_commit = ColibriGitCommit();
   Result<std::vector<uint32_t>> threads = Threads(f.threads);
   if (!threads.ok()) return Fail(threads.status());
   options.threads = threads.value();

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "version.h"
 #include "colibri/replay/fidelity.h"
 #include "colibri/sim/profiles.h"
 #include "commands.h"
@@ -80,8 +81,8 @@ Result<replay::FidelityReport> RunFidelityCommand(const FidelityFlags& f) {
     COLIBRI_ASSIGN_OR_RETURN(store, OpenStore(f.store));
     options.store = store.get();
   }
-  options.tool_version = COLIBRI_VERSION;
-  options.git_commit = COLIBRI_GIT_COMMIT;
+  options.tool_version = ColibriVersion();
+  options.git_commit = ColibriGitCommit();
   Progress progress("fidelity");
   options.progress = [&](size_t done, size_t total, const std::string&) { progress.Update(done, total); };
   Result<replay::FidelityReport> report = replay::RunFidelity(options);

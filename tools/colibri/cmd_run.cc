@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cache_flags.h"
+#include "version.h"
 #include "cli_common.h"
 #include "colibri/replay/local_run.h"
 #include "colibri/replay/run_record.h"
@@ -87,7 +88,7 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   o.record_hidden = f.record_hidden;
   o.record_tokens = f.record_tokens;
   o.record_writer = ToWriterOptions(f.record_output);
-  o.record_provenance.source_engine = std::string("colibri ") + COLIBRI_VERSION + " (" + COLIBRI_GIT_COMMIT + ")";
+  o.record_provenance.source_engine = std::string("colibri ") + ColibriVersion() + " (" + ColibriGitCommit() + ")";
   o.record_provenance.importer = "colibri run";
   o.record_provenance.notes = "model " + f.model_dir + ", seed " + std::to_string(f.seed);
   if (f.log_level == "debug") o.routing_log = stderr;

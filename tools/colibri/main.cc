@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli_common.h"
+#include "version.h"
 #include "commands.h"
 #include "run_storage.h"
 
@@ -12,7 +13,7 @@ namespace colibri::cli {
 
 int RunCommandLine(std::vector<std::string> args) {
   CLI::App app{"Colibri: MoE inference engine with expert offloading, and its trace/replay testbed"};
-  app.set_version_flag("--version", std::string("colibri ") + COLIBRI_VERSION + " (" + COLIBRI_GIT_COMMIT + ")");
+  app.set_version_flag("--version", std::string("colibri ") + ColibriVersion() + " (" + ColibriGitCommit() + ")");
   app.require_subcommand(1);
   int exit_code = kExitOk;
 

@@ -1,4 +1,5 @@
 #include "run_storage.h"
+#include "version.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -52,8 +53,8 @@ std::vector<std::string> RerunArgs(const std::vector<std::string>& options_to_dr
 }
 
 void StampRun(const std::vector<std::string>& rerun_args, reports::RunInfo* info) {
-  info->tool_version = COLIBRI_VERSION;
-  info->git_commit = COLIBRI_GIT_COMMIT;
+  info->tool_version = ColibriVersion();
+  info->git_commit = ColibriGitCommit();
   info->started_at_ms = NowUnixMs();
   info->command_json = nlohmann::json(rerun_args).dump();
 }
