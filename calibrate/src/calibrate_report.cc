@@ -138,6 +138,20 @@ std::string CalibrateMarkdown(const CalibrateReport& r) {
                   Pct(f.channel_p50_error).c_str(), Pct(f.channel_p99_error).c_str());
     out += row;
   }
+  out += std::string("\n## Storage: bursts (a batch's misses issued at once)\n\nSpan = first submit to last completion. "
+                     "The grid model draws each read independently, or one draw per burst (shared); kept: ") +
+         (r.storage.grid.burst == sim::ReadGridBurst::kShared ? "shared" : "independent") +
+         " (the smaller mean of |p50 error| + |p99 error|).\n\n"
+         "| read size | burst | bursts | measured p50 us | p99 us | independent p50 | p99 | shared p50 | p99 |\n"
+         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const BurstFit& b : r.storage.bursts) {
+    char row[300];
+    std::snprintf(row, sizeof(row), "| %llu | %u | %llu | %.1f | %.1f | %s | %s | %s | %s |\n",
+                  static_cast<unsigned long long>(b.read_bytes), b.burst, static_cast<unsigned long long>(b.bursts),
+                  b.measured_p50_ns / 1e3, b.measured_p99_ns / 1e3, Pct(b.independent_p50_error).c_str(),
+                  Pct(b.independent_p99_error).c_str(), Pct(b.shared_p50_error).c_str(), Pct(b.shared_p99_error).c_str());
+    out += row;
+  }
   out += "\n## CPU expert FFN (median ns per call)\n\n| dtype | H | I | threads | tokens: ns |\n|---|---:|---:|---:|---|\n";
   for (const sim::KernelTimes& k : r.compute.ffn.entries) {
     std::string cells;
@@ -201,6 +215,13 @@ std::string CalibrateReportJson(const CalibrateReport& r) {
                         {"channels",
                          {{"throughput", f.channel_throughput_error}, {"p50", f.channel_p50_error}, {"p99", f.channel_p99_error}}}});
   }
+  Json bursts = Json::array();
+  for (const BurstFit& b : r.storage.bursts) {
+    bursts.push_back(Json{{"read_bytes", b.read_bytes}, {"burst", b.burst}, {"bursts", b.bursts},
+                          {"measured_p50_ns", b.measured_p50_ns}, {"measured_p99_ns", b.measured_p99_ns},
+                          {"independent", {{"p50", b.independent_p50_error}, {"p99", b.independent_p99_error}}},
+                          {"shared", {{"p50", b.shared_p50_error}, {"p99", b.shared_p99_error}}}});
+  }
   const sim::HostWorkFit& fit = r.host_work.fit;
   auto step = [](const sim::StepFitError& e) { return Json{{"median", e.median}, {"max", e.max}, {"batches", e.batches}}; };
   return Json{{"machine", r.machine_name},
@@ -210,7 +231,9 @@ std::string CalibrateReportJson(const CalibrateReport& r) {
                {{"cpu_model", r.identity.cpu_model}, {"cpu_flags", r.identity.cpu_flags}, {"cores", r.identity.cores},
                 {"ram_bytes", r.identity.ram_bytes}, {"kernel", r.identity.kernel},
                 {"block_device", r.identity.block_device}, {"measured_on", r.identity.measured_on}}},
-              {"storage", {{"backend", r.storage.backend}, {"file_bytes", r.storage.file_bytes}, {"points", r.storage.grid.points.size()}, {"fit_errors", fits}}},
+              {"storage", {{"backend", r.storage.backend}, {"file_bytes", r.storage.file_bytes},
+                           {"burst", r.storage.grid.burst == sim::ReadGridBurst::kShared ? "shared" : "independent"},
+                           {"bursts", bursts}, {"points", r.storage.grid.points.size()}, {"fit_errors", fits}}},
               {"compute", {{"isa", r.compute.isa}, {"entries", r.compute.ffn.entries.size()},
                            {"memory_bytes_per_s", r.compute.memory_bytes_per_s}}},
               {"host_work_fit_errors", {{"routing", step(fit.routing)}, {"scheduling", step(fit.scheduling)},

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -166,7 +167,27 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
                           static_cast<double>(kept.latency_ns[kP99]));
     out.grid.points.push_back(kept);
   }
+  // Bursts, measured on the same file while it is open.
+  struct BurstRun {
+    uint64_t read_bytes;
+    uint32_t burst;
+    std::vector<engine::TimeNs> spans_ns;
+  };
+  std::vector<BurstRun> burst_runs;
+  for (uint64_t read_bytes : o.read_bytes) {
+    if (read_bytes > o.max_burst_read_bytes) continue;
+    for (uint32_t burst : o.burst_sizes) {
+      if (burst == 0 || static_cast<uint64_t>(burst) * read_bytes > o.max_in_flight_bytes) continue;
+      buffers.reset();
+      COLIBRI_ASSIGN_OR_RETURN(buffers, engine::SlabPool::Create(read_bytes * burst, read_bytes, kAlignmentBytes));
+      COLIBRI_ASSIGN_OR_RETURN(std::vector<engine::TimeNs> spans,
+                               sim::RunReadBursts(*storage, clock, buffers->base(), read_bytes, burst,
+                                                  std::max<uint64_t>(o.bursts_per_point, 1), ++seed, o.file_bytes));
+      burst_runs.push_back(BurstRun{read_bytes, burst, std::move(spans)});
+    }
+  }
   storage.reset();
+  buffers.reset();
 
   COLIBRI_ASSIGN_OR_RETURN(out.channel, sim::FitChannelModel(out.grid));
   sim::NvmeProfile grid_model;
@@ -202,6 +223,31 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     }
     out.fits.push_back(fit);
   }
+  // The burst mode: each candidate replays every burst point on the grid model.
+  double independent_cost = 0, shared_cost = 0;
+  for (const BurstRun& run : burst_runs) {
+    BurstFit fit;
+    fit.read_bytes = run.read_bytes;
+    fit.burst = run.burst;
+    fit.bursts = run.spans_ns.size();
+    fit.measured_p50_ns = QuantileOf(run.spans_ns, 0.5);
+    fit.measured_p99_ns = QuantileOf(run.spans_ns, 0.99);
+    for (const sim::ReadGridBurst mode : {sim::ReadGridBurst::kIndependent, sim::ReadGridBurst::kShared}) {
+      sim::NvmeProfile model = grid_model;
+      model.read_grid.burst = mode;
+      COLIBRI_ASSIGN_OR_RETURN(const std::vector<engine::TimeNs> modelled,
+                               sim::SimulateReadBursts(model, run.read_bytes, run.burst,
+                                                       std::max<uint64_t>(fit.bursts, 200), o.seed, o.file_bytes));
+      const double p50 = Error(static_cast<double>(QuantileOf(modelled, 0.5)), static_cast<double>(fit.measured_p50_ns));
+      const double p99 = Error(static_cast<double>(QuantileOf(modelled, 0.99)), static_cast<double>(fit.measured_p99_ns));
+      const bool shared = mode == sim::ReadGridBurst::kShared;
+      (shared ? fit.shared_p50_error : fit.independent_p50_error) = p50;
+      (shared ? fit.shared_p99_error : fit.independent_p99_error) = p99;
+      (shared ? shared_cost : independent_cost) += std::abs(p50) + std::abs(p99);
+    }
+    out.bursts.push_back(fit);
+  }
+  out.grid.burst = shared_cost < independent_cost ? sim::ReadGridBurst::kShared : sim::ReadGridBurst::kIndependent;
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "colibri/replay/local_run.h"
 #include "colibri/replay/replay_run.h"
 #include "colibri/replay/run_record.h"
+#include "colibri/reports/stored_report.h"
 #include "colibri/reports/distribution_compare.h"
 #include "colibri/sim/machine_identity.h"
 
@@ -343,7 +344,11 @@ Result<FidelityReport> RunFidelity(const FidelityOptions& o) {
     reports::RunResults results;
     std::string ids;
     for (int64_t id : linked) ids += (ids.empty() ? "" : ",") + std::to_string(id);
-    results.texts = {{"linked_run_ids", ids}, {"report_json", FidelityJson(report)}};
+    // The renderings are kept whole, so `colibri report fidelity` prints them from the store.
+    results.texts = {{"linked_run_ids", ids},
+                     {reports::StoredReportText("json"), FidelityJson(report)},
+                     {reports::StoredReportText("md"), FidelityMarkdown(report)},
+                     {reports::StoredReportText("html"), FidelityHtml(report)}};
     COLIBRI_ASSIGN_OR_RETURN(report.report_run_id, Store(o.store, info, results, o));
   }
   return report;

@@ -9,7 +9,7 @@
 namespace colibri::sim::profile_internal {
 namespace {
 
-constexpr std::string_view kReadGridFields[] = {"basis", "source", "note", "quantiles", "points"};
+constexpr std::string_view kReadGridFields[] = {"basis", "source", "note", "quantiles", "burst", "points"};
 constexpr std::string_view kGridPointFields[] = {"read_bytes", "queue_depth", "reads", "bytes_per_s", "latency_ns"};
 constexpr std::string_view kTableFields[] = {"basis", "source", "note", "entries"};
 constexpr std::string_view kFfnEntryFields[] = {"dtype", "hidden", "intermediate", "threads", "tokens", "ns"};
@@ -169,6 +169,14 @@ Status ReadReadGrid(Reader& r, const Json& doc, ReadGrid* grid) {
   if (object == nullptr) return Status::Ok();
   COLIBRI_ASSIGN_OR_RETURN(grid->figure, r.Provenance(*object, "read_grid"));
   COLIBRI_RETURN_IF_ERROR(ReadQuantiles(r, *object, &grid->quantiles));
+  if (object->contains("burst")) {
+    COLIBRI_ASSIGN_OR_RETURN(const std::string burst, r.String(*object, "read_grid.", "burst"));
+    if (burst == "shared") {
+      grid->burst = ReadGridBurst::kShared;
+    } else if (burst != "independent") {
+      return r.Error("read_grid.burst", "expected \"independent\" or \"shared\"", &(*object)["burst"]);
+    }
+  }
   COLIBRI_ASSIGN_OR_RETURN(const Json* points, r.Find(*object, "read_grid.", "points"));
   if (!points->is_array() || points->empty()) return r.Error("read_grid.points", "expected a non-empty array", points);
   std::set<std::pair<uint64_t, uint32_t>> seen;
@@ -265,6 +273,7 @@ Json ReadGridJson(const ReadGrid& grid) {
   Json object = Json::object();
   AddProvenance(grid.figure, &object);
   object["quantiles"] = grid.quantiles;
+  object["burst"] = grid.burst == ReadGridBurst::kShared ? "shared" : "independent";
   Json points = Json::array();
   for (const ReadGridPoint& p : grid.points) {
     points.push_back(Json{{"read_bytes", p.read_bytes},

@@ -192,16 +192,26 @@ Result<FittedChannelModel> FitChannelModel(const ReadGrid& grid) {
   return fit;
 }
 
+namespace {
+
+// A driver's read size: a positive multiple of 4096 within the file.
+Status CheckReadSize(const char* driver, uint64_t read_bytes, uint64_t file_bytes) {
+  if (read_bytes == 0 || read_bytes % kAlignmentBytes != 0 || read_bytes > file_bytes) {
+    return Status::InvalidArgument(std::string(driver) + ": read size " + std::to_string(read_bytes) +
+                                   " must be a positive multiple of 4096 within the file (" +
+                                   std::to_string(file_bytes) + " bytes)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ClosedLoopReads> RunClosedLoopReads(engine::StorageBackend& storage, const engine::Clock& clock,
                                            std::byte* buffers, uint64_t read_bytes, uint32_t queue_depth, uint64_t reads,
                                            uint64_t min_reads, TimeNs max_duration_ns, uint64_t seed,
                                            uint64_t file_bytes) {
   if (reads == 0 || queue_depth == 0) return Status::InvalidArgument("closed loop: reads and queue depth must be > 0");
-  if (read_bytes == 0 || read_bytes % kAlignmentBytes != 0 || read_bytes > file_bytes) {
-    return Status::InvalidArgument("closed loop: read size " + std::to_string(read_bytes) +
-                                   " must be a positive multiple of 4096 within the file (" +
-                                   std::to_string(file_bytes) + " bytes)");
-  }
+  COLIBRI_RETURN_IF_ERROR(CheckReadSize("closed loop", read_bytes, file_bytes));
   Rng offsets(DeriveSeed(seed, "closed_loop_offsets"));
   const uint64_t slots = file_bytes / read_bytes;
   // A read's tag is its buffer slot; a completion frees it for the next read.
@@ -238,23 +248,79 @@ Result<ClosedLoopReads> RunClosedLoopReads(engine::StorageBackend& storage, cons
   return out;
 }
 
-Result<ClosedLoopReads> SimulateClosedLoopReads(const NvmeProfile& profile, uint64_t read_bytes, uint32_t queue_depth,
-                                                uint64_t reads, uint64_t seed, uint64_t file_bytes) {
-  if (queue_depth == 0) return Status::InvalidArgument("closed loop: queue depth must be > 0");
-  SimEventLoop loop;
+namespace {
+
+// A modelled drive on its own loop, with `depth` buffer slots of read_bytes
+// (address space only: a time-only model never touches the buffers).
+struct ModelledDrive {
+  SimEventLoop loop;  // outlives the storage
+  std::unique_ptr<engine::StorageBackend> storage;
+  std::unique_ptr<engine::SlabPool> buffers;
+};
+
+Result<std::unique_ptr<ModelledDrive>> MakeModelledDrive(const NvmeProfile& profile, uint64_t read_bytes,
+                                                         uint32_t depth, uint64_t seed, uint64_t file_bytes) {
+  if (depth == 0) return Status::InvalidArgument("modelled drive: queue depth must be > 0");
+  auto drive = std::make_unique<ModelledDrive>();
   SimStorageOptions options;
-  options.loop = &loop;
-  options.queue_depth = queue_depth;
+  options.loop = &drive->loop;
+  options.queue_depth = depth;
   options.seed = seed;
   options.file_bytes = file_bytes;
   NvmeProfile deep = profile;
-  deep.queue_depth = std::max(deep.queue_depth, queue_depth);  // the loop's depth, not the device's tags
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::StorageBackend> storage, MakeSimStorage(deep, options));
-  // Address space only: a time-only model never touches the buffers.
+  deep.queue_depth = std::max(deep.queue_depth, depth);  // the driver's depth, not the device's tags
+  COLIBRI_ASSIGN_OR_RETURN(drive->storage, MakeSimStorage(deep, options));
   const uint64_t slot_bytes = std::max<uint64_t>(read_bytes, kAlignmentBytes) / kAlignmentBytes * kAlignmentBytes;
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::SlabPool> buffers,
-                           engine::SlabPool::CreateReserved(slot_bytes * queue_depth, slot_bytes, kAlignmentBytes));
-  return RunClosedLoopReads(*storage, loop, buffers->base(), read_bytes, queue_depth, reads, reads, 0, seed, file_bytes);
+  COLIBRI_ASSIGN_OR_RETURN(drive->buffers, engine::SlabPool::CreateReserved(slot_bytes * depth, slot_bytes, kAlignmentBytes));
+  return drive;
+}
+
+}  // namespace
+
+Result<ClosedLoopReads> SimulateClosedLoopReads(const NvmeProfile& profile, uint64_t read_bytes, uint32_t queue_depth,
+                                                uint64_t reads, uint64_t seed, uint64_t file_bytes) {
+  COLIBRI_ASSIGN_OR_RETURN(const std::unique_ptr<ModelledDrive> drive,
+                           MakeModelledDrive(profile, read_bytes, queue_depth, seed, file_bytes));
+  return RunClosedLoopReads(*drive->storage, drive->loop, drive->buffers->base(), read_bytes, queue_depth, reads, reads,
+                            0, seed, file_bytes);
+}
+
+Result<std::vector<TimeNs>> RunReadBursts(engine::StorageBackend& storage, const engine::Clock& clock,
+                                          std::byte* buffers, uint64_t read_bytes, uint32_t burst, uint64_t bursts,
+                                          uint64_t seed, uint64_t file_bytes) {
+  if (bursts == 0 || burst == 0) return Status::InvalidArgument("read bursts: bursts and burst size must be > 0");
+  COLIBRI_RETURN_IF_ERROR(CheckReadSize("read bursts", read_bytes, file_bytes));
+  Rng offsets(DeriveSeed(seed, "read_burst_offsets"));
+  const uint64_t slots = file_bytes / read_bytes;
+  std::vector<TimeNs> spans_ns;
+  spans_ns.reserve(bursts);
+  std::vector<engine::ReadCompletion> done;
+  for (uint64_t b = 0; b < bursts; ++b) {
+    const TimeNs first_submit = clock.Now();
+    for (uint32_t i = 0; i < burst; ++i) {
+      const uint64_t offset = (offsets.NextU64() % slots) * read_bytes;
+      COLIBRI_RETURN_IF_ERROR(storage.Submit(engine::ReadRequest{offset, read_bytes, buffers + i * read_bytes, i}));
+    }
+    TimeNs last_complete = first_submit;
+    for (uint32_t completed = 0; completed < burst;) {
+      done.clear();
+      COLIBRI_RETURN_IF_ERROR(storage.Poll(/*wait=*/true, &done));
+      for (const engine::ReadCompletion& c : done) {
+        COLIBRI_RETURN_IF_ERROR(c.status);
+        last_complete = std::max(last_complete, c.complete_ns);
+        ++completed;
+      }
+    }
+    spans_ns.push_back(std::max<TimeNs>(1, last_complete - first_submit));
+  }
+  return spans_ns;
+}
+
+Result<std::vector<TimeNs>> SimulateReadBursts(const NvmeProfile& profile, uint64_t read_bytes, uint32_t burst,
+                                               uint64_t bursts, uint64_t seed, uint64_t file_bytes) {
+  COLIBRI_ASSIGN_OR_RETURN(const std::unique_ptr<ModelledDrive> drive,
+                           MakeModelledDrive(profile, read_bytes, burst, seed, file_bytes));
+  return RunReadBursts(*drive->storage, drive->loop, drive->buffers->base(), read_bytes, burst, bursts, seed, file_bytes);
 }
 
 }  // namespace colibri::sim

@@ -250,8 +250,14 @@ class SimStorage final : public engine::StorageBackend {
     engine::TimeNs start_ns = std::max(at_ns, read.submit_ns);
     engine::TimeNs done_ns = 0;
     if (grid_) {
-      // The measured grid (read_grid.h): the read is the in_device_-th in the device.
-      done_ns = start_ns + grid_->LatencyNs(read.request.bytes, static_cast<uint32_t>(in_device_), rng_.NextDouble());
+      // The measured grid (read_grid.h): the read is the in_device_-th in the device. A shared
+      // burst draws one uniform for every read issued at the same instant.
+      if (!shared_burst_ || !burst_drawn_ || burst_at_ns_ != start_ns) {
+        burst_u_ = rng_.NextDouble();
+        burst_at_ns_ = start_ns;
+        burst_drawn_ = true;
+      }
+      done_ns = start_ns + grid_->LatencyNs(read.request.bytes, static_cast<uint32_t>(in_device_), burst_u_);
     } else {
       done_ns = ServiceEndNs(read.request.bytes, start_ns, &start_ns) + latency_.Sample(&rng_);
     }
@@ -330,6 +336,10 @@ class SimStorage final : public engine::StorageBackend {
   EventLog* const event_log_;
   const LatencySampler latency_;
   const std::optional<ReadGridModel> grid_;  // the measured model, when the profile has a read grid
+  const bool shared_burst_ = profile_.read_grid.burst == ReadGridBurst::kShared;
+  double burst_u_ = 0;                      // the last uniform drawn for the grid, at burst_at_ns_
+  engine::TimeNs burst_at_ns_ = 0;
+  bool burst_drawn_ = false;
   Rng rng_;
   const DataFile file_;
   engine::StorageCaps caps_;

@@ -19,6 +19,7 @@ StorageGridOptions Small() {
   o.reads_per_point = 64;
   o.min_reads_per_point = 8;
   o.seconds_per_point_ns = 50'000'000;
+  o.bursts_per_point = 5;
   return o;
 }
 
@@ -45,6 +46,14 @@ TEST(StorageGridTest, MeasuresEveryPointAndFitsBothModels) {
     EXPECT_GT(f.measured_p50_ns, 0);
     EXPECT_GT(f.grid_throughput_error, -1.0);  // computed (a ratio), not asserted
     EXPECT_GE(f.pass_p99_spread, 0.0);
+  }
+  ASSERT_EQ(g.bursts.size(), 4u) << "each read size x each burst size";
+  for (const BurstFit& b : g.bursts) {
+    EXPECT_EQ(b.bursts, 5u);
+    EXPECT_GT(b.measured_p50_ns, 0);
+    EXPECT_GE(b.measured_p99_ns, b.measured_p50_ns);
+    EXPECT_GT(b.independent_p50_error, -1.0);  // computed, not asserted
+    EXPECT_GT(b.shared_p50_error, -1.0);
   }
   EXPECT_GE(g.channel.channels, 1u);
   EXPECT_FALSE(g.backend.empty());

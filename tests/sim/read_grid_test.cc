@@ -13,6 +13,7 @@
 
 #include "colibri/sim/profile_json.h"
 #include "colibri/sim/profiles.h"
+#include "colibri/sim/random.h"
 
 namespace colibri::sim {
 namespace {
@@ -190,6 +191,11 @@ TEST(ReadGridTest, ProfileRoundTripAndErrors) {
     EXPECT_EQ(back.value().read_grid.points[i].bytes_per_s, p.read_grid.points[i].bytes_per_s);
   }
   EXPECT_EQ(back.value().read_grid.figure.source, "the test's closed loop");
+  EXPECT_EQ(back.value().read_grid.burst, ReadGridBurst::kIndependent);
+  p.read_grid.burst = ReadGridBurst::kShared;
+  auto shared = ParseNvmeProfile(NvmeProfileJson(p).value(), "measured.json");
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  EXPECT_EQ(shared.value().read_grid.burst, ReadGridBurst::kShared);
 
   const Json good = Json::parse(text.value());
   auto refused = [&](Json doc, const std::string& part) {
@@ -216,6 +222,47 @@ TEST(ReadGridTest, ProfileRoundTripAndErrors) {
   doc = good;
   doc["read_grid"].erase("source");
   refused(doc, "read_grid.source");
+  doc = good;
+  doc["read_grid"]["burst"] = "sometimes";
+  refused(doc, "read_grid.burst");
+  doc = good;
+  doc["read_grid"].erase("burst");
+  auto absent = ParseNvmeProfile(doc.dump(), "old.json");
+  ASSERT_TRUE(absent.ok()) << absent.status().message();
+  EXPECT_EQ(absent.value().read_grid.burst, ReadGridBurst::kIndependent) << "documented: absent is independent";
+}
+
+// A burst issued at one instant: with "shared", every read of it draws the
+// drive's one uniform, so the burst's span is the grid's latency at its size
+// and depth for that uniform, burst after burst in the drive's seeded stream;
+// "independent" draws one per read, and the span is the slowest of them.
+TEST(ReadGridTest, ASharedBurstDrawsOneUniform) {
+  NvmeProfile p = KnownDrive();
+  p.read_grid = MeasureGrid(p, {65536}, {1, 2, 4, 8}, 400, 5);
+  auto model = ReadGridModel::Make(p.read_grid, "test");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  constexpr uint64_t kSeed = 11;
+  p.read_grid.burst = ReadGridBurst::kShared;
+  auto shared = SimulateReadBursts(p, 65536, 4, 50, kSeed);
+  ASSERT_TRUE(shared.ok()) << shared.status().message();
+  Rng stream(DeriveSeed(kSeed, "sim_storage"));
+  for (size_t b = 0; b < shared.value().size(); ++b) {
+    const double u = stream.NextDouble();
+    TimeNs slowest = 0;
+    for (uint32_t n = 1; n <= 4; ++n) slowest = std::max(slowest, model.value().LatencyNs(65536, n, u));
+    EXPECT_EQ(shared.value()[b], slowest) << "burst " << b;
+  }
+  p.read_grid.burst = ReadGridBurst::kIndependent;
+  auto independent = SimulateReadBursts(p, 65536, 4, 50, kSeed);
+  ASSERT_TRUE(independent.ok()) << independent.status().message();
+  stream = Rng(DeriveSeed(kSeed, "sim_storage"));
+  for (size_t b = 0; b < independent.value().size(); ++b) {
+    TimeNs slowest = 0;
+    for (uint32_t n = 1; n <= 4; ++n) slowest = std::max(slowest, model.value().LatencyNs(65536, n, stream.NextDouble()));
+    EXPECT_EQ(independent.value()[b], slowest) << "burst " << b;
+  }
+  EXPECT_FALSE(SimulateReadBursts(p, 65536, 0, 50, kSeed).ok());
+  EXPECT_FALSE(SimulateReadBursts(p, 5000, 4, 50, kSeed).ok());
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -70,6 +71,25 @@ TEST_F(CliTest, FidelityQuickGridReportsEveryStatistic) {
   const auto listed = Colibri("runs list --json");
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   EXPECT_GE(listed.json()["runs"].size(), 12u * 3 + 1);
+
+  // The report, from the store, in each rendering.
+  const std::string id = std::to_string(r["report_run_id"].get<int64_t>());
+  const auto stored = Colibri("report fidelity " + id + " --json");
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  EXPECT_EQ(stored.json()["cases"].size(), 12u);
+  EXPECT_EQ(stored.json()["cases"][0]["name"], r["cases"][0]["name"]);
+  const auto md = Colibri("report fidelity " + id + " --format md");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_EQ(md.out.rfind("# Fidelity", 0), 0u) << md.out.substr(0, 200);
+  EXPECT_NE(md.out.find("| layer_batch P50 |"), std::string::npos);
+  const auto html = Colibri("report fidelity " + id + " --format html -o " + dir_.File("f.html"));
+  ASSERT_EQ(html.exit_code, 0) << html.err;
+  std::ifstream page(dir_.File("f.html"));
+  const std::string text((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<svg"), std::string::npos) << "the CDF overlays";
+  const auto not_fidelity = Colibri("report fidelity " + std::to_string(r["cases"][0]["measured_run_ids"][0].get<int64_t>()));
+  EXPECT_EQ(not_fidelity.exit_code, 2);
+  EXPECT_NE(not_fidelity.err.find("not a fidelity run"), std::string::npos) << not_fidelity.err;
 }
 
 TEST_F(CliTest, FidelityRefusesBadInput) {
@@ -88,6 +108,13 @@ TEST_F(CliTest, FidelityRefusesBadInput) {
   run = Colibri("fidelity --profile " + dir_.File("bad") + " --no-store");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_NE(run.err.find("m.json: field nvme"), std::string::npos) << run.err;
+}
+
+TEST_F(CliTest, ReportFidelityRefusesAMissingRun) {
+  const auto run = Colibri("report fidelity 7");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("run 7: no such run"), std::string::npos) << run.err;
+  EXPECT_EQ(Colibri("report fidelity 7 --format pdf").exit_code, 2);
 }
 
 TEST_F(CliTest, CalibrateRefusesBadInput) {

@@ -1,10 +1,12 @@
-// `colibri report compare RUN...` and `colibri report gate` (docs/REPORTS.md).
+// `colibri report compare RUN...`, `colibri report gate` (docs/REPORTS.md) and
+// `colibri report fidelity RUN` (docs/FIDELITY.md).
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include "cli_common.h"
 #include "colibri/reports/compare.h"
+#include "colibri/reports/stored_report.h"
 #include "commands.h"
 #include "run_storage.h"
 
@@ -133,6 +135,35 @@ void AddGate(CLI::App* report, int* exit_code) {
   cmd->callback([f, exit_code] { *exit_code = EmitGate(*f); });
 }
 
+struct FidelityReportFlags {
+  StoreFlags store;
+  int64_t run_id = 0;
+  std::string format = "md";
+  std::string output;
+  bool json = false;
+};
+
+void AddFidelityReport(CLI::App* report, int* exit_code) {
+  auto f = std::make_shared<FidelityReportFlags>();
+  CLI::App* cmd = report->add_subcommand("fidelity", "Print a stored colibri fidelity report: the tables (md, json) "
+                                                     "or the page with its CDF overlays (html)");
+  cmd->add_option("run_id", f->run_id, "The fidelity run (colibri fidelity prints its id; runs list shows kinds)")
+      ->required();
+  cmd->add_option("--format", f->format, "md, json or html")->check(CLI::IsMember({"md", "json", "html"}))->capture_default_str();
+  cmd->add_option("-o,--output", f->output, "Write the report to this file (default: stdout)");
+  AddDbFlag(cmd, &f->store);
+  cmd->add_flag("--json", f->json, "Same as --format json");
+  cmd->callback([f, exit_code] {
+    const Status s = [&]() -> Status {
+      COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f->store));
+      COLIBRI_ASSIGN_OR_RETURN(const std::string text,
+                               reports::StoredFidelityReport(*store, f->run_id, f->json ? "json" : f->format));
+      return WriteOutput(f->output, text);
+    }();
+    *exit_code = s.ok() ? kExitOk : Fail(s);
+  });
+}
+
 }  // namespace
 
 void AddReportCommands(CLI::App* app, int* exit_code) {
@@ -140,6 +171,7 @@ void AddReportCommands(CLI::App* app, int* exit_code) {
   report->require_subcommand(1);
   AddCompare(report, exit_code);
   AddGate(report, exit_code);
+  AddFidelityReport(report, exit_code);
 }
 
 }  // namespace colibri::cli

@@ -6,6 +6,10 @@
 // ReadGridPoint; the grid model and a fitted channel model are then replayed
 // on the same closed loop and their errors per point reported.
 //
+// Then bursts of reads (a batch's misses issued at once) are measured, and
+// the grid model's burst mode (sim::ReadGridBurst) chosen by which one
+// reproduces them.
+//
 // Before writing, the directory's file system is checked: too little free
 // space refuses (nothing written); tmpfs or a file system without O_DIRECT
 // is measured anyway with a warning that says what was measured (memory, or
@@ -42,6 +46,12 @@ struct StorageGridOptions {
   // with the median p99 (a transient stall of a virtual disk lands in one pass,
   // and would otherwise become the model's tail). Reads and time are shared out.
   uint32_t passes = 3;
+  // Bursts (sim::RunReadBursts: a layer batch's misses issued at once), for
+  // each read size up to max_burst_read_bytes x each burst size: how reads in
+  // flight together share the device's state, which a closed loop cannot show.
+  std::vector<uint32_t> burst_sizes = {4, 16};
+  uint64_t bursts_per_point = 40;
+  uint64_t max_burst_read_bytes = 1 << 20;
   uint64_t seed = 1;
   // Called after each point of each pass with (done, passes x points); may be empty.
   std::function<void(size_t, size_t)> progress;
@@ -60,10 +70,24 @@ struct PointFit {
   double channel_p50_error = 0, channel_p99_error = 0;
 };
 
+// One burst point: the measured spans of bursts vs the grid model drawing
+// each read independently and the burst sharing one draw.
+struct BurstFit {
+  uint64_t read_bytes = 0;
+  uint32_t burst = 0;
+  uint64_t bursts = 0;
+  engine::TimeNs measured_p50_ns = 0, measured_p99_ns = 0;
+  double independent_p50_error = 0, independent_p99_error = 0;  // (model - measured) / measured
+  double shared_p50_error = 0, shared_p99_error = 0;
+};
+
 struct StorageGrid {
   sim::ReadGrid grid;                  // figure left for the caller
   sim::FittedChannelModel channel;     // the classic model fitted to it
   std::vector<PointFit> fits;
+  // The burst points; grid.burst is the mode with the smaller mean of
+  // |p50 error| + |p99 error| over them (independent on a tie or without any).
+  std::vector<BurstFit> bursts;
   uint32_t device_queue_depth = 0;     // the block device's tags (/sys/block/*/mq/*/nr_tags), 0 when unknown
   std::string backend;                 // "uring" or "pread"
   uint64_t file_bytes = 0;             // the file the reads went to

@@ -52,8 +52,17 @@ struct ReadGridPoint {
   std::vector<TimeNs> latency_ns;       // submit -> complete at each of ReadGrid::quantiles
 };
 
+// How reads issued at one instant (a burst: a layer batch's misses) draw
+// their latencies from the grid: each its own uniform (independent), or one
+// uniform for the burst (shared: the device is in one state for all of them,
+// so a slow moment slows the whole burst). A closed loop issues its reads at
+// distinct instants, so the grid's points hold either way; `colibri
+// calibrate` measures bursts and keeps the mode that reproduces them.
+enum class ReadGridBurst { kIndependent, kShared };
+
 struct ReadGrid {
   std::vector<double> quantiles;        // strictly increasing, from 0 (the minimum) to 1 (the maximum)
+  ReadGridBurst burst = ReadGridBurst::kIndependent;  // JSON "burst": "independent" (when absent) or "shared"
   std::vector<ReadGridPoint> points;    // by read_bytes, then queue_depth; every size has depth 1
   Figure figure;                        // provenance of the whole table
   bool empty() const { return points.empty(); }

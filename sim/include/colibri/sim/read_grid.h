@@ -121,4 +121,19 @@ Result<ClosedLoopReads> RunClosedLoopReads(engine::StorageBackend& storage, cons
 Result<ClosedLoopReads> SimulateClosedLoopReads(const NvmeProfile& profile, uint64_t read_bytes, uint32_t queue_depth,
                                                 uint64_t reads, uint64_t seed, uint64_t file_bytes = uint64_t{1} << 36);
 
+// Bursts of reads as the engine issues a layer batch's misses: `burst` reads
+// of `read_bytes` submitted at once at seeded random aligned offsets below
+// `file_bytes` (into `buffers`: burst slots of read_bytes), all waited for,
+// then the next burst, `bursts` times. Each value is one burst's span, first
+// submit to last completion, in burst order. Errors: a failed read or submit,
+// 0 bursts or burst, a read larger than the file.
+Result<std::vector<TimeNs>> RunReadBursts(engine::StorageBackend& storage, const engine::Clock& clock,
+                                          std::byte* buffers, uint64_t read_bytes, uint32_t burst, uint64_t bursts,
+                                          uint64_t seed, uint64_t file_bytes);
+
+// RunReadBursts on MakeSimStorage(profile) on a SimEventLoop. Errors: the
+// model's and RunReadBursts'.
+Result<std::vector<TimeNs>> SimulateReadBursts(const NvmeProfile& profile, uint64_t read_bytes, uint32_t burst,
+                                               uint64_t bursts, uint64_t seed, uint64_t file_bytes = uint64_t{1} << 36);
+
 }  // namespace colibri::sim

@@ -13,7 +13,9 @@
 // from `colibri calibrate`) replaces the channels, the link and the added
 // latency: a read issued as the n-th read in the device (n counts it) starts
 // at issue and completes after ReadGridModel::LatencyNs(bytes, n, u), u a
-// uniform from the same seeded stream (read_grid.h has the interpolation).
+// uniform from the same seeded stream (read_grid.h has the interpolation);
+// with read_grid.burst "shared", reads issued at the same modelled instant
+// share one uniform.
 // At most min(queue_depth, profile.queue_depth) reads are
 // issued to the device; later ones wait in the backend in FIFO order (each
 // counts one queue_full_event) and are issued when a read completes, at that
