@@ -11,6 +11,9 @@
 namespace colibri::engine {
 namespace {
 
+// Moves the loop's clock by `ns` of modelled host work (engine/host_work.h) where the engine does it.
+void ChargeHostWork(EventLoop& loop, TimeNs ns) { loop.WaitUntil(loop.Now() + ns); }
+
 // Delivers a storage backend's completions to the engine.
 class StorageEventSource final : public EventSource {
  public:
@@ -204,8 +207,7 @@ class MoeEngine::Batch {
     report->distinct_experts = static_cast<uint32_t>(works_.size());
     LookUp(report);
     if (const HostWorkModel* model = e_.backends_.host_work; model != nullptr) {
-      EventLoop& loop = *e_.backends_.loop;
-      loop.WaitUntil(loop.Now() + model->SchedulingNs(routing_.tokens, k_, report->distinct_experts, report->nvme_reads));
+      ChargeHostWork(*e_.backends_.loop, model->SchedulingNs(routing_.tokens, k_, report->distinct_experts, report->nvme_reads));
     }
     Status status = Dispatch();
     report->step_ns.scheduling = clock.Now() - start;
@@ -217,8 +219,7 @@ class MoeEngine::Batch {
     const TimeNs aggregate_start = clock.Now();
     if (e_.moves_data_) Aggregate();
     if (const HostWorkModel* model = e_.backends_.host_work; model != nullptr) {
-      EventLoop& loop = *e_.backends_.loop;
-      loop.WaitUntil(loop.Now() + model->AggregationNs(routing_.tokens, k_, e_.model_.layout.hidden));
+      ChargeHostWork(*e_.backends_.loop, model->AggregationNs(routing_.tokens, k_, e_.model_.layout.hidden));
     }
     const TimeNs end = clock.Now();
     report->step_ns.aggregation = end - aggregate_start;
@@ -588,7 +589,7 @@ class MoeEngine::Batch {
     const size_t n = w.end - w.first;
     if (e_.moves_data_) Gather(w);
     if (const HostWorkModel* model = e_.backends_.host_work; model != nullptr) {
-      e_.backends_.loop->WaitUntil(e_.backends_.loop->Now() + model->GatherNs(n, e_.model_.layout.hidden));
+      ChargeHostWork(*e_.backends_.loop, model->GatherNs(n, e_.model_.layout.hidden));
     }
     COLIBRI_ASSIGN_OR_RETURN(const std::byte* block, ComputeBlock(w));  // a copy here counts as host_to_device
     const TimeNs start = e_.backends_.loop->Now();
@@ -910,7 +911,7 @@ Status MoeEngine::Execute(uint32_t layer_index, const float* hidden, const Layer
   if (backends_.host_work != nullptr) {
     routing_ns = backends_.host_work->RoutingNs(routing.tokens, model_.experts, model_.layout.hidden,
                                                 /*gate_charged=*/false);
-    backends_.loop->WaitUntil(backends_.loop->Now() + routing_ns);
+    ChargeHostWork(*backends_.loop, routing_ns);
   }
   COLIBRI_RETURN_IF_ERROR(Run(layer_index, hidden, routing, out, &r));
   r.step_ns.routing = routing_ns;
@@ -1003,9 +1004,8 @@ Status MoeEngine::RouteAndRun(uint32_t layer_index, const RouterInput& input, Ti
                                                          kept_ids_.data(), kept_weights_.data());
   if (!capacity.ok()) return capacity.status().WithPrefix(where());
   if (backends_.host_work != nullptr) {  // scoring and top-k; the gate GEMV kept its own time
-    backends_.loop->WaitUntil(backends_.loop->Now() +
-                              backends_.host_work->RoutingNs(tokens, model_.experts, model_.layout.hidden,
-                                                             /*gate_charged=*/true));
+    ChargeHostWork(*backends_.loop, backends_.host_work->RoutingNs(tokens, model_.experts, model_.layout.hidden,
+                                                                   /*gate_charged=*/true));
   }
   const TimeNs routing_ns = backends_.loop->Now() - start;
   if (backends_.observer != nullptr) {
