@@ -48,23 +48,6 @@ Status CreateRandomFile(const std::string& path, uint64_t size_bytes, uint64_t s
   return status;
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      return Status::IoError(path + ": cannot write");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return Status::IoError(path + ": cannot rename the written file into place");
-  }
-  return Status::Ok();
-}
-
 uint64_t FileBytes(const std::string& path) {
   std::error_code error;
   const uint64_t bytes = std::filesystem::file_size(path, error);

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "colibri/bench/files.h"
+#include "colibri/engine/output_claim.h"
 
 namespace colibri::bench {
 namespace {
@@ -124,7 +125,7 @@ Result<std::string> WriteMachine(const std::string& dir, const ProfileRun& run, 
   COLIBRI_ASSIGN_OR_RETURN(Json machine,
                            MachineProfileJson(run, pcie, pcie_measured, compute, compute_measured, catalog));
   const std::string path = PathIn(dir, MeasuredMachineName(run.device_name));
-  COLIBRI_RETURN_IF_ERROR(WriteFileAtomically(path, machine.dump(2) + "\n"));
+  COLIBRI_RETURN_IF_ERROR(engine::WriteFileWhole(path, machine.dump(2) + "\n"));
   return path;
 }
 
@@ -284,7 +285,7 @@ Result<std::vector<std::string>> WritePcieProfiles(const std::string& dir, const
   COLIBRI_ASSIGN_OR_RETURN(Json pcie, PcieProfileJson(m, catalog));
   COLIBRI_RETURN_IF_ERROR(MakeDir(dir));
   const std::string path = PathIn(dir, MeasuredPcieId(m.run.device_name));
-  COLIBRI_RETURN_IF_ERROR(WriteFileAtomically(path, pcie.dump(2) + "\n"));
+  COLIBRI_RETURN_IF_ERROR(engine::WriteFileWhole(path, pcie.dump(2) + "\n"));
   COLIBRI_ASSIGN_OR_RETURN(std::string machine, WriteMachine(dir, m.run, catalog));
   return std::vector<std::string>{path, machine};
 }
@@ -294,7 +295,7 @@ Result<std::vector<std::string>> WriteComputeProfiles(const std::string& dir, co
   COLIBRI_ASSIGN_OR_RETURN(Json compute, ComputeProfileJson(m, catalog));
   COLIBRI_RETURN_IF_ERROR(MakeDir(dir));
   const std::string path = PathIn(dir, MeasuredComputeId(m.run.device_name));
-  COLIBRI_RETURN_IF_ERROR(WriteFileAtomically(path, compute.dump(2) + "\n"));
+  COLIBRI_RETURN_IF_ERROR(engine::WriteFileWhole(path, compute.dump(2) + "\n"));
   COLIBRI_ASSIGN_OR_RETURN(std::string machine, WriteMachine(dir, m.run, catalog));
   return std::vector<std::string>{path, machine};
 }

@@ -1,3 +1,4 @@
+#include "colibri/engine/output_claim.h"
 #include "colibri/bench/replay_bench.h"
 
 #include <unistd.h>
@@ -45,7 +46,6 @@ struct SynthPlan {
 // Synthesizes with `options` into `path` in a child process; progress follows the file's size.
 Result<Json> SynthInChild(const traces::SynthOptions& options, const std::string& path,
                           const traces::WriterOptions& writer, uint64_t expected_bytes, const Observer* observer) {
-  const std::string partial = path + ".partial";  // where an atomic TraceWriter writes until Close
   COLIBRI_ASSIGN_OR_RETURN(
       ChildOutcome child,
       RunInChild(
@@ -54,7 +54,7 @@ Result<Json> SynthInChild(const traces::SynthOptions& options, const std::string
             return Json{{"records", r.records}, {"selections", r.selections}, {"tokens", r.tokens}};
           },
           [&] {
-            if (observer != nullptr) observer->Progress(std::min(FileBytes(partial), expected_bytes), expected_bytes);
+            if (observer != nullptr) observer->Progress(std::min(engine::TempOutputBytes(path), expected_bytes), expected_bytes);
           }));
   child.value["ru_maxrss_bytes"] = child.ru_maxrss_bytes;
   return child.value;
@@ -117,8 +117,7 @@ Result<TraceInfo> PrepareTrace(const ReplayBenchOptions& o, const Observer& obse
   const std::string pid = std::to_string(::getpid());
   info.path = (dir / ("colibri-bench-replay-" + pid + ".ctrace")).string();
   info.synthesized = true;
-  traces::WriterOptions writer = o.writer;
-  writer.atomic = true;
+  const traces::WriterOptions& writer = o.writer;
   COLIBRI_ASSIGN_OR_RETURN(SynthPlan plan,
                            PlanSynth(o, writer, (dir / ("colibri-bench-pilot-" + pid + ".ctrace")).string()));
   if (plan.options.shape.hidden_size == 0 && info.hidden == 0 &&

@@ -210,7 +210,6 @@ Result<Json> RunTraceBench(const TraceBenchOptions& o, const Observer& observer)
   const std::string plain = (dir / "colibri-bench.ctrace").string();
   const std::string zstd = (dir / "colibri-bench.zstd.ctrace").string();
   traces::WriterOptions plain_options;
-  plain_options.atomic = true;
   traces::WriterOptions zstd_options = plain_options;
   zstd_options.compression = traces::Compression::kZstd;
   observer.Progress(1, 6);

@@ -10,6 +10,7 @@
 
 #include "calibrate_report.h"
 #include "colibri/bench/files.h"
+#include "colibri/engine/output_claim.h"
 #include "colibri/engine/model.h"
 #include "colibri/sim/machine_identity.h"
 #include "colibri/sim/profile_json.h"
@@ -68,7 +69,7 @@ std::vector<uint32_t> DefaultThreads() {
 }
 
 Status WriteFile(const std::filesystem::path& path, const std::string& text, std::vector<std::string>* files) {
-  COLIBRI_RETURN_IF_ERROR(bench::WriteFileAtomically(path.string(), text));
+  COLIBRI_RETURN_IF_ERROR(engine::WriteFileWhole(path.string(), text));
   files->push_back(path.string());
   return Status::Ok();
 }

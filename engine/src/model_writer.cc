@@ -169,10 +169,32 @@ Status CheckOutputDir(const std::string& dir) {
   return Status::Ok();
 }
 
+namespace {
+
+// Refuses before writing when the file system cannot hold the model.
+Status CheckFreeSpace(const ModelConfig& config, const std::string& dir) {
+  const ModelSizes sizes = SizesOf(config);
+  const uint64_t needed = sizes.experts_bytes + sizes.gating_bytes;
+  const fs::path parent = fs::absolute(WithoutTrailingSlash(dir)).parent_path();
+  std::error_code error;
+  const fs::space_info space = fs::space(parent, error);
+  if (error) return Status::Ok();  // the writes will say what is wrong with the directory
+  if (needed > space.available) {
+    return Status::InvalidArgument(dir + ": the model needs " + std::to_string(needed) + " bytes (experts.bin " +
+                                   std::to_string(sizes.experts_bytes) + ", gating.bin " +
+                                   std::to_string(sizes.gating_bytes) + "), the file system of " + parent.string() +
+                                   " has " + std::to_string(space.available) + " bytes free; nothing was written");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ModelConfig> WriteModel(ModelConfig config, const ExpertFiller& fill_expert, const GatingFiller& fill_gating,
                                const std::string& dir) {
   COLIBRI_RETURN_IF_ERROR(CompleteConfig(&config));
   COLIBRI_RETURN_IF_ERROR(CheckOutputDir(dir));
+  COLIBRI_RETURN_IF_ERROR(CheckFreeSpace(config, dir));
   const fs::path target = WithoutTrailingSlash(dir);
   TempDir temp(target.string() + ".partial-" + std::to_string(::getpid()));
   std::error_code error;

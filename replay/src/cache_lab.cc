@@ -251,8 +251,8 @@ double LabResult::precision() const { return Ratio(predicted_used, predicted); }
 double LabResult::recall() const { return Ratio(predicted_used, next_lookups); }
 double LabResult::coverage() const { return Ratio(prefetch_hits, prefetch_hits + (lookups - hits)); }
 
-Result<LabTrace> LoadLabTrace(const std::string& path) {
-  COLIBRI_ASSIGN_OR_RETURN(auto reader, traces::TraceReader::Open(path));
+Result<LabTrace> LoadLabTrace(const std::string& path, bool allow_torn) {
+  COLIBRI_ASSIGN_OR_RETURN(auto reader, traces::TraceReader::Open(path, traces::ReadOptions{.allow_torn = allow_torn}));
   const traces::ModelShape& shape = reader->header().shape;
   LabTrace trace;
   trace.path = path;
@@ -270,6 +270,9 @@ Result<LabTrace> LoadLabTrace(const std::string& path) {
     AppendLabBatch(batch, &seen_in, &trace);
   }
   CountRecorded(&trace);
+  trace.records = reader->records_read();
+  trace.torn = reader->truncated();
+  trace.torn_at_byte = trace.torn ? reader->tail_offset() : 0;
   return trace;
 }
 

@@ -179,7 +179,7 @@ Result<std::shared_ptr<const engine::NextUseIndex>> BeladyFuture(const ReplayCon
   if (l2 && c.l1_bytes > 0) {
     return Status::InvalidArgument("--policy belady on L2 needs --l1-bytes 0 (L1's hits would hide lookups from L2)");
   }
-  COLIBRI_ASSIGN_OR_RETURN(const LabTrace trace, LoadLabTrace(c.trace_path));
+  COLIBRI_ASSIGN_OR_RETURN(const LabTrace trace, LoadLabTrace(c.trace_path, c.allow_torn));
   return BuildNextUse(trace);
 }
 
@@ -192,7 +192,7 @@ Result<engine::PrefetchConfig> ReplayPrefetch(const ReplayConfig& c, const trace
     if (c.pacing != Pacing::kClosed) {
       return Status::InvalidArgument("prefetch 'oracle' reads the trace's next layer batch: it needs --pacing closed");
     }
-    COLIBRI_ASSIGN_OR_RETURN(LabTrace trace, LoadLabTrace(c.trace_path));
+    COLIBRI_ASSIGN_OR_RETURN(LabTrace trace, LoadLabTrace(c.trace_path, c.allow_torn));
     p.custom = MakeTraceOracle(std::move(trace));
   } else if (!c.prefetch_profile.empty()) {
     if (p.predictor != "coact") return Status::InvalidArgument("--prefetch-profile trains --prefetch coact");
@@ -498,7 +498,8 @@ const reports::Samples& ReplayResult::step(std::string_view name) const {
 }
 
 Result<ReplayResult> RunReplay(const ReplayConfig& c) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader, traces::TraceReader::Open(c.trace_path));
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader,
+                           traces::TraceReader::Open(c.trace_path, traces::ReadOptions{.allow_torn = c.allow_torn}));
   const traces::ModelShape& shape = reader->header().shape;
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<Rig> rig, BuildRig(c, shape));
   rig->log.set_sink(c.event_sink);
@@ -543,6 +544,15 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.queue_full_events = rig->storage->counters().queue_full_events;
   out.event_digest = rig->log.digest_hex();
   out.events = rig->log.events();
+  out.trace.torn = reader->truncated();
+  out.trace.torn_at_byte = reader->truncated() ? reader->tail_offset() : 0;
+  out.trace.records = reader->records_read();
+  out.trace.file_bytes = reader->file_bytes();
+  if (out.trace.torn) {
+    out.warnings.push_back(c.trace_path + ": torn at byte offset " + std::to_string(out.trace.torn_at_byte) +
+                           " (--allow-torn): the figures cover its first " + std::to_string(out.trace.records) +
+                           " records only");
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "colibri/engine/output_claim.h"
 #include "colibri/traces/edit.h"
 #include "colibri/traces/reader.h"
 
@@ -547,6 +548,7 @@ std::string ReproSpecJson(const ReproSpec& spec, const std::string& trace_field)
 Result<ReplayConfig> ReproReplayConfig(const ReproSpec& spec, const sim::HardwareCatalog& catalog) {
   ReplayConfig c;
   c.trace_path = spec.trace;
+  c.allow_torn = spec.allow_torn;
   COLIBRI_ASSIGN_OR_RETURN(c.machine, catalog.Resolve(spec.machine));
   c.routing = spec.routing;
   c.l1_bytes = spec.l1_bytes;
@@ -613,14 +615,7 @@ Result<MinimizeReport> MinimizeRepro(const ReproSpec& spec, const sim::HardwareC
   const std::string trace_field = trace_path.parent_path() == spec_path.parent_path()
                                       ? trace_path.filename().string()
                                       : fs::absolute(trace_path).string();
-  const std::string tmp = output_spec + ".tmp";
-  {
-    std::ofstream file(tmp, std::ios::binary | std::ios::trunc);
-    file << ReproSpecJson(out, trace_field);
-    if (!file.flush()) return Status::IoError(tmp + ": cannot write the spec");
-  }
-  fs::rename(tmp, output_spec, rename_error);
-  if (rename_error) return Status::IoError(output_spec + ": " + rename_error.message());
+  COLIBRI_RETURN_IF_ERROR(engine::WriteFileWhole(output_spec, ReproSpecJson(out, trace_field)));
   return report;
 }
 

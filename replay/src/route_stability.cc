@@ -402,8 +402,9 @@ void ToRouteBatch(const LayerBatch& in, RouteBatch* out) {
 
 // Calls `visit` on each of the trace's layer batches, in order; returns whether the trace has a torn tail.
 template <typename Visit>
-Result<bool> ForEachTraceBatch(const std::string& path, Visit visit) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader, traces::TraceReader::Open(path));
+Result<bool> ForEachTraceBatch(const std::string& path, bool allow_torn, Visit visit) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<traces::TraceReader> reader,
+                           traces::TraceReader::Open(path, traces::ReadOptions{.allow_torn = allow_torn}));
   LayerBatchReader batches(reader.get());
   LayerBatch layer_batch;
   RouteBatch route_batch;
@@ -525,13 +526,13 @@ Result<StabilityReport> MeasureTraceStability(const std::string& trace_path, con
                          options.top_k != 0 ? options.top_k : s.top_k, s.hidden_size};
   COLIBRI_RETURN_IF_ERROR(CheckShape(shape));
   InputPresence presence;
-  COLIBRI_RETURN_IF_ERROR(ForEachTraceBatch(trace_path, [&](const RouteBatch& b) {
+  COLIBRI_RETURN_IF_ERROR(ForEachTraceBatch(trace_path, options.allow_torn, [&](const RouteBatch& b) {
                             presence.Add(b);
                             return Status::Ok();
                           }).status());
   COLIBRI_ASSIGN_OR_RETURN(StabilityMeter meter, StabilityMeter::Create(shape, presence, true, options));
   COLIBRI_ASSIGN_OR_RETURN(const bool truncated,
-                           ForEachTraceBatch(trace_path, [&](const RouteBatch& b) { return meter.Add(b); }));
+                           ForEachTraceBatch(trace_path, options.allow_torn, [&](const RouteBatch& b) { return meter.Add(b); }));
   return StabilityReport{meter.Rows(), shape.top_k, truncated};
 }
 

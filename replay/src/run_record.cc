@@ -125,7 +125,11 @@ reports::RunResults ReplayRunResults(const ReplayResult& r, const std::string& s
   out.texts = {{"event_digest", r.event_digest},
                {"clock", r.simulated ? "simulated" : "real"},
                {"modelled_layout", r.modelled_layout},
-               {"summary_json", summary_json}};
+               {"summary_json", summary_json},
+               {"trace_ending", r.trace.torn ? "torn at byte offset " + std::to_string(r.trace.torn_at_byte) +
+                                                   ": its first " + std::to_string(r.trace.records) +
+                                                   " records only (--allow-torn)"
+                                             : std::string("complete")}};
   if (r.open_loop) out.distributions["queue_ns"] = r.queue_ns;
   return out;
 }

@@ -53,16 +53,9 @@ Status CheckSameShape(const TraceReader& baseline, const TraceReader& candidate)
   return Status::Ok();
 }
 
-// The next record; false at the clean end. A torn tail is an error: the figures would cover part of a run.
-Result<bool> NextWhole(TraceReader* reader, TraceRecord* record) {
-  COLIBRI_ASSIGN_OR_RETURN(bool more, reader->Next(record));
-  if (!more && reader->truncated()) {
-    return Status::Truncated(reader->path() + ": torn tail at byte offset " + std::to_string(reader->tail_offset()) +
-                             " after " + std::to_string(reader->records_read()) +
-                             " complete records; routing stability needs the whole trace");
-  }
-  return more;
-}
+// The next record; false at the end. A torn file fails in Next() (the reader
+// is opened without allow_torn): the figures would cover part of a run.
+Result<bool> NextWhole(TraceReader* reader, TraceRecord* record) { return reader->Next(record); }
 
 // Visits `record` when `more` and then every later record of `reader`.
 template <typename Visit>

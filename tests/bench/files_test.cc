@@ -1,5 +1,5 @@
-// files.h and process_memory.h: scratch files, random data files, atomic
-// writes, file sizes and this process's memory figures.
+// files.h and process_memory.h: scratch files, random data files, file
+// sizes and this process's memory figures.
 #include "colibri/bench/files.h"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include "../traces/test_util.h"
 #include "colibri/bench/process_memory.h"
+#include "colibri/engine/output_claim.h"
 
 namespace colibri::bench {
 namespace {
@@ -22,7 +23,7 @@ TEST(FilesTest, ScratchFileRemovesItsFileAndMovesOwnership) {
     ScratchFile outer;
     {
       ScratchFile inner(path);
-      ASSERT_TRUE(WriteFileAtomically(path, "x").ok());
+      ASSERT_TRUE(engine::WriteFileWhole(path, "x").ok());
       outer = std::move(inner);
       EXPECT_TRUE(inner.path().empty());
     }
@@ -55,20 +56,6 @@ TEST(FilesTest, RandomFileHasTheSizeSeededNonZeroBytesAndReportsProgress) {
   EXPECT_NE(a, ReadFileBytes(dir.File("c")));
   EXPECT_NE(a.find_first_not_of('\0'), std::string::npos);
   EXPECT_FALSE(CreateRandomFile(dir.File("no/such/dir/f"), 10, 1).ok());
-}
-
-TEST(FilesTest, AtomicWriteReplacesTheFileAndLeavesNoTemporary) {
-  TempDir dir;
-  const std::string path = dir.File("out.json");
-  ASSERT_TRUE(WriteFileAtomically(path, "first").ok());
-  ASSERT_TRUE(WriteFileAtomically(path, "second").ok());
-  EXPECT_EQ(ReadFileBytes(path), "second");
-  size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file() ? 1 : 0;
-  EXPECT_EQ(files, 1u);
-  const Status failed = WriteFileAtomically(dir.File("missing/out.json"), "x");
-  EXPECT_EQ(failed.code(), StatusCode::kIoError);
-  EXPECT_NE(failed.message().find("missing/out.json"), std::string::npos) << failed.message();
 }
 
 TEST(FilesTest, FileBytesIsZeroForAMissingFile) { EXPECT_EQ(FileBytes("/nonexistent/colibri"), 0u); }

@@ -50,13 +50,18 @@ void FixCrcs(std::string* bytes) {
 void ReadAll(const std::string& bytes) {
   const std::string& path =
       colibri::fuzz::InputFile::Get().Write(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  auto reader = TraceReader::Open(path);
-  if (!reader.ok()) return;
-  TraceRecord record;
-  while (true) {
-    auto more = (*reader)->Next(&record);
-    if (!more.ok() || !more.value()) break;
-    (void)ValidateRecord((*reader)->header().shape, record);
+  // Strict, torn allowed, and as `trace upgrade` reads (version 1 too).
+  for (const ReadOptions options : {ReadOptions{}, ReadOptions{.allow_torn = true},
+                                    ReadOptions{.allow_torn = true, .allow_v1 = true}}) {
+    auto reader = TraceReader::Open(path, options);
+    if (!reader.ok()) continue;
+    TraceRecord record;
+    while (true) {
+      auto more = (*reader)->Next(&record);
+      if (!more.ok() || !more.value()) break;
+      (void)ValidateRecord((*reader)->header().shape, record);
+    }
+    if ((*reader)->end() == TraceEnd::kTorn && !options.allow_torn) __builtin_trap();  // torn must be an error
   }
 }
 

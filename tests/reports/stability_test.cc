@@ -281,7 +281,7 @@ TEST(StabilityTest, TornTailIsAnErrorNamingTheFile) {
   const std::string good = WriteTrace(dir, "good.ctrace", BaselineRecords());
   const std::string torn = dir.File("torn.ctrace");
   const std::string bytes = ReadFileBytes(good);
-  WriteFileBytes(torn, bytes.substr(0, bytes.size() - 1));  // inside the last record's frame
+  WriteFileBytes(torn, bytes.substr(0, bytes.size() - 1));  // inside the trailer: no complete end
   for (const auto& [baseline, candidate] : {std::pair{good, torn}, std::pair{torn, good}}) {
     auto result = CompareRouting(baseline, candidate);
     ASSERT_FALSE(result.ok());

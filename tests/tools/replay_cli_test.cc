@@ -4,6 +4,8 @@
 // clear message for contradictory flags.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cli_test_util.h"
 
 namespace colibri::cli {
@@ -122,6 +124,50 @@ TEST_F(ReplayCliTest, ContradictoryFlagsExitTwoWithAMessage) {
   const Outcome timeline = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --jobs 2 --trace-events " + dir_.path() + "/t.json");
   EXPECT_EQ(timeline.exit_code, 2);
   EXPECT_NE(timeline.err.find("--jobs 1"), std::string::npos) << timeline.err;
+}
+
+// The issue's `head -c 100000 sample > t.ctrace` (no whole zstd block: 0
+// records), and a cut at half the file: refused by replay and cache sweep,
+// replayed as its prefix with --allow-torn, the truncation stored and shown.
+TEST_F(ReplayCliTest, TornTraceIsRefusedUnlessAllowedAndThenRecorded) {
+  const std::string sample = traces::testing::ReadFileBytes(kSampleTrace);
+  const std::string head = dir_.File("head.ctrace");
+  traces::testing::WriteFileBytes(head, sample.substr(0, 100000));
+  const Outcome head_refused = Colibri("replay " + head + " --hidden 2048 --hw h100-p5800x-gen5");
+  EXPECT_EQ(head_refused.exit_code, 1);
+  EXPECT_NE(head_refused.err.find("a prefix of 0 whole records"), std::string::npos) << head_refused.err;
+  // The sample is one zstd block; uncompressed, half the file holds half the records.
+  const std::string plain = dir_.File("plain.ctrace");
+  ASSERT_EQ(Colibri("trace slice " + kSampleTrace + " -o " + plain + " --compress none").exit_code, 0);
+  const std::string plain_bytes = traces::testing::ReadFileBytes(plain);
+  const std::string torn = dir_.File("torn.ctrace");
+  traces::testing::WriteFileBytes(torn, plain_bytes.substr(0, plain_bytes.size() / 2));
+  const std::string args = " --hidden 2048 --l2-bytes 8G --hw h100-p5800x-gen5 --json";
+  const Outcome refused = Colibri("replay " + torn + args);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("torn at byte offset"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("--allow-torn"), std::string::npos) << refused.err;
+  EXPECT_EQ(Colibri("cache sweep " + torn + " --budgets-mib 1000 --policies lru --json").exit_code, 1);
+
+  const Outcome allowed = Colibri("replay " + torn + args + " --allow-torn");
+  ASSERT_EQ(allowed.exit_code, 0) << allowed.err;
+  const Json run = allowed.json()["runs"][0];
+  EXPECT_EQ(run["trace_ending"]["complete"], false);
+  EXPECT_GT(run["trace_ending"]["records"].get<uint64_t>(), 0u);
+  EXPECT_LE(run["trace_ending"]["torn_at_byte"].get<uint64_t>(), plain_bytes.size() / 2);
+  EXPECT_NE(allowed.err.find("torn at byte offset"), std::string::npos) << allowed.err;
+  const Outcome shown = Colibri("runs show " + std::to_string(run["run_id"].get<int64_t>()));
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_NE(shown.out.find("trace_ending: torn at byte offset"), std::string::npos) << shown.out;
+
+  const Outcome sweep = Colibri("cache sweep " + torn + " --budgets-mib 1000 --policies lru --json --allow-torn");
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_EQ(sweep.json()["trace_ending"]["complete"], false);
+
+  // The whole sample is stored as complete.
+  const Outcome whole = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --json");
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(whole.json()["runs"][0]["trace_ending"]["complete"], true);
 }
 
 }  // namespace

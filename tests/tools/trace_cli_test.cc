@@ -2,6 +2,8 @@
 // exit codes (0 ok, 1 check failed, 2 bad input), --json documents and keys.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "cli_test_util.h"
 #include "colibri/traces/synth.h"
 
@@ -80,7 +82,7 @@ TEST_F(TraceCliTest, InspectReportsHeaderCountsAndFields) {
 TEST_F(TraceCliTest, ValidateExitCodes) {
   Outcome clean = Colibri("trace validate --json " + trace_);
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
-  EXPECT_EQ(clean.json()["status"], "ok");
+  EXPECT_EQ(clean.json()["status"], "complete");
   EXPECT_EQ(clean.json()["records"], 45);
 
   Outcome corrupt = Colibri("trace validate --json " + Corrupt());
@@ -89,11 +91,20 @@ TEST_F(TraceCliTest, ValidateExitCodes) {
   EXPECT_NE(corrupt.json()["error"].get<std::string>().find("byte offset"), std::string::npos);
   EXPECT_NE(corrupt.err.find("record index"), std::string::npos) << corrupt.err;
 
+  // Cut inside the trailer: every record is there, but the file is not whole.
   Outcome torn = Colibri("trace validate --json " + Torn());
   EXPECT_EQ(torn.exit_code, 1);
-  EXPECT_EQ(torn.json()["status"], "truncated");
-  EXPECT_EQ(torn.json()["records"], 44);
-  EXPECT_TRUE(torn.json().contains("truncated_at_offset"));
+  EXPECT_EQ(torn.json()["status"], "torn");
+  EXPECT_EQ(torn.json()["records"], 45);
+  EXPECT_EQ(torn.json()["torn_at_byte"], std::filesystem::file_size(trace_) - 41);
+  // Cut at a frame boundary (the header alone): torn, never "complete".
+  const std::string header_only = EditedCopy("header.ctrace", [](std::string* b) {
+    const uint32_t header_bytes = static_cast<uint8_t>((*b)[12]) | (static_cast<uint8_t>((*b)[13]) << 8);
+    b->resize(20 + header_bytes);
+  });
+  Outcome cut = Colibri("trace validate " + header_only);
+  EXPECT_EQ(cut.exit_code, 1);
+  EXPECT_NE(cut.out.find("torn at byte offset"), std::string::npos) << cut.out;
 
   EXPECT_EQ(Colibri("trace validate " + dir_.File("missing.ctrace")).exit_code, 2);
   EXPECT_EQ(Colibri("trace validate " + NotATrace()).exit_code, 2);
@@ -114,16 +125,48 @@ TEST_F(TraceCliTest, StatsJsonKeysAndTornTailWarning) {
   EXPECT_EQ(doc["token_cycle_bytes"], 2 * (1000 + 1001 + 1002));
   EXPECT_EQ(Colibri("trace stats --json " + trace_).out, run.out);  // deterministic
 
-  const Outcome torn = Colibri("trace stats --json " + Torn());
-  EXPECT_EQ(torn.exit_code, 0);
+  const Outcome refused = Colibri("trace stats --json " + Torn());
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("--allow-torn"), std::string::npos) << refused.err;
+  const Outcome torn = Colibri("trace stats --json --allow-torn " + Torn());
+  EXPECT_EQ(torn.exit_code, 0) << torn.err;
   EXPECT_EQ(torn.json()["truncated"], true);
-  EXPECT_NE(torn.err.find("torn tail"), std::string::npos) << torn.err;
+  EXPECT_NE(torn.err.find("torn at byte offset"), std::string::npos) << torn.err;
 
   EXPECT_EQ(Colibri("trace stats " + Corrupt()).exit_code, 1);
   EXPECT_EQ(Colibri("trace stats " + dir_.File("missing.ctrace")).exit_code, 2);
   const Outcome table = Colibri("trace stats " + trace_);
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_NE(table.out.find("load_cv"), std::string::npos);
+}
+
+TEST_F(TraceCliTest, UpgradeRewritesVersionOneAndSalvagesTornFiles) {
+  // A version-1 file: the v2 bytes without the end, version 1.
+  const std::string v1 = EditedCopy("v1.ctrace", [](std::string* b) {
+    b->resize(b->size() - 41);
+    (*b)[8] = 1;
+  });
+  const Outcome refused = Colibri("trace validate " + v1);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("colibri trace upgrade"), std::string::npos) << refused.err;
+  const std::string up = dir_.File("up.ctrace");
+  const Outcome upgrade = Colibri("trace upgrade --json " + v1 + " -o " + up);
+  ASSERT_EQ(upgrade.exit_code, 0) << upgrade.err;
+  EXPECT_EQ(upgrade.json()["input_version"], 1);
+  EXPECT_EQ(upgrade.json()["records"], 45);
+  EXPECT_EQ(upgrade.json()["torn"], false);
+  EXPECT_EQ(ReadFileBytes(up), ReadFileBytes(trace_));
+  EXPECT_EQ(Colibri("trace validate " + up).exit_code, 0);
+  // A torn v2 file: refused, salvaged with --allow-torn into a complete file.
+  const Outcome torn = Colibri("trace upgrade " + Torn() + " -o " + dir_.File("s.ctrace"));
+  EXPECT_EQ(torn.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("s.ctrace")));
+  const Outcome salvage = Colibri("trace upgrade --json --allow-torn " + Torn() + " -o " + dir_.File("s.ctrace"));
+  ASSERT_EQ(salvage.exit_code, 0) << salvage.err;
+  EXPECT_EQ(salvage.json()["torn"], true);
+  EXPECT_EQ(Colibri("trace validate " + dir_.File("s.ctrace")).exit_code, 0);
+  EXPECT_EQ(Colibri("trace upgrade " + Corrupt() + " -o " + dir_.File("c.ctrace")).exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("c.ctrace")));
 }
 
 TEST_F(TraceCliTest, SliceAndMerge) {

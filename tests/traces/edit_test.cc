@@ -47,7 +47,6 @@ std::string WriteTrace(const std::string& path, const ModelShape& shape, const s
 WriterOptions Atomic(Compression compression = Compression::kNone) {
   WriterOptions options;
   options.compression = compression;
-  options.atomic = true;
   return options;
 }
 

@@ -122,7 +122,7 @@ TEST(ReaderWriterTest, TruncatedTailKeepsCompleteRecords) {
     for (size_t cut = bytes.size() - 1; cut > bytes.size() - 300; cut -= 7) {
       const std::string cut_path = dir.File("cut.ctrace");
       WriteFileBytes(cut_path, bytes.substr(0, cut));
-      auto reader = TraceReader::Open(cut_path);
+      auto reader = TraceReader::Open(cut_path, ReadOptions{.allow_torn = true});
       ASSERT_TRUE(reader.ok()) << reader.status().message();
       TraceRecord r;
       size_t n = 0;
@@ -133,13 +133,29 @@ TEST(ReaderWriterTest, TruncatedTailKeepsCompleteRecords) {
         EXPECT_TRUE(r == records[n]);
         ++n;
       }
-      // A cut exactly at a frame boundary is a clean (shorter) file; any other cut is a torn tail.
-      if ((*reader)->truncated()) {
-        EXPECT_LT((*reader)->tail_offset(), cut);
-      } else {
-        EXPECT_EQ((*reader)->tail_offset(), cut);
+      // Every cut is torn (the trailer is gone), at a frame boundary too.
+      EXPECT_TRUE((*reader)->truncated()) << cut;
+      EXPECT_EQ((*reader)->end(), TraceEnd::kTorn);
+      EXPECT_LE((*reader)->tail_offset(), cut);
+      if (cut < bytes.size() - 41) EXPECT_LT(n, records.size());  // 41: the end marker and trailer
+      // Without allow_torn the same file is an error naming the offset and the prefix.
+      auto strict = TraceReader::Open(cut_path);
+      ASSERT_TRUE(strict.ok());
+      Status error;
+      while (true) {
+        auto more = (*strict)->Next(&r);
+        if (!more.ok()) {
+          error = more.status();
+          break;
+        }
+        ASSERT_TRUE(more.value()) << "a torn file read as whole";
       }
-      EXPECT_LT(n, records.size());
+      EXPECT_EQ(error.code(), StatusCode::kTruncated);
+      EXPECT_NE(error.message().find("torn at byte offset " + std::to_string((*reader)->tail_offset())),
+                std::string::npos)
+          << error.message();
+      EXPECT_NE(error.message().find("a prefix of " + std::to_string(n) + " whole records"), std::string::npos)
+          << error.message();
       complete_seen = std::max(complete_seen, n);
     }
     EXPECT_GT(complete_seen, 0u);
@@ -190,14 +206,14 @@ TEST(ReaderWriterTest, BadMagicVersionEmptyAndHugeLength) {
   ASSERT_FALSE(r2.ok());
   EXPECT_NE(r2.status().message().find("not a Colibri trace"), std::string::npos);
 
-  std::string v2 = good;
-  v2[8] = 2;
-  const std::string vpath = dir.File("v2.ctrace");
-  WriteFileBytes(vpath, v2);
+  std::string v3 = good;
+  v3[8] = 3;
+  const std::string vpath = dir.File("v3.ctrace");
+  WriteFileBytes(vpath, v3);
   auto r3 = TraceReader::Open(vpath);
   ASSERT_FALSE(r3.ok());
   EXPECT_EQ(r3.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(r3.status().message().find("version 2"), std::string::npos);
+  EXPECT_NE(r3.status().message().find("version 3"), std::string::npos);
 
   // A frame whose length prefix claims 2^40 bytes.
   auto header = ReadTraceHeader(path);
@@ -237,19 +253,18 @@ TEST(ReaderWriterTest, WriterRejectsInvalidRecords) {
   EXPECT_NE((*writer)->Append(r).message().find("not a MoE layer"), std::string::npos);
 }
 
-TEST(ReaderWriterTest, AtomicWriterLeavesNothingOnAbandon) {
+TEST(ReaderWriterTest, WriterLeavesNothingOnAbandon) {
   TempDir dir;
   TraceHeader header;
   header.shape = testing::SmallShape();
-  WriterOptions options;
-  options.atomic = true;
   const std::string path = dir.File("a.ctrace");
   {
-    auto writer = TraceWriter::Create(path, header, options);
+    auto writer = TraceWriter::Create(path, header);
     ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->Append(MakeRecords(header.shape, 1)[0]).ok());
+    ASSERT_TRUE((*writer)->Flush().ok());
   }
-  EXPECT_FALSE(std::filesystem::exists(path));
-  EXPECT_FALSE(std::filesystem::exists(path + ".partial"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "an abandoned writer left files";
 }
 
 }  // namespace

@@ -126,12 +126,13 @@ TEST(TraceStatsTest, TornTailCoversCompleteRecords) {
   const std::string path = WriteHandTrace(dir);
   const std::string bytes = ReadFileBytes(path);
   const std::string cut = dir.File("cut.ctrace");
-  WriteFileBytes(cut, bytes.substr(0, bytes.size() - 3));  // inside the last record
-  auto stats = ComputeTraceStats(cut);
+  WriteFileBytes(cut, bytes.substr(0, bytes.size() - 41 - 3));  // inside the last record (41: the end marker + trailer)
+  EXPECT_EQ(ComputeTraceStats(cut).status().code(), StatusCode::kTruncated);
+  auto stats = ComputeTraceStats(cut, ReadOptions{.allow_torn = true});
   ASSERT_TRUE(stats.ok()) << stats.status().message();
   EXPECT_TRUE(stats->truncated);
   EXPECT_EQ(stats->records, 7u);
-  EXPECT_LT(stats->truncated_at_offset, bytes.size() - 3);
+  EXPECT_LT(stats->truncated_at_offset, bytes.size() - 41 - 3);
   EXPECT_EQ(stats->layers[1].loads, (std::vector<uint64_t>{2, 3, 1, 0}));  // last {2, 1} missing
   EXPECT_EQ(stats->layers[1].decode_pairs, 0u);
 }

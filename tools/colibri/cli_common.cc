@@ -3,12 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
 #include "colibri/bench/files.h"
+#include "colibri/engine/output_claim.h"
 
 namespace colibri::cli {
 
@@ -111,8 +116,69 @@ traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags) {
   traces::WriterOptions options;
   options.compression = flags.compress == "zstd" ? traces::Compression::kZstd : traces::Compression::kNone;
   options.zstd_level = flags.zstd_level;
-  options.atomic = true;
   return options;
+}
+
+void AddAllowTornFlag(CLI::App* command, bool* allow_torn) {
+  command->add_flag("--allow-torn", *allow_torn,
+                    "Read a torn trace (no trailer: its writer did not finish) as its whole records; the run "
+                    "records the truncation");
+}
+
+Json TraceEndingJson(bool torn, uint64_t torn_at_byte, uint64_t records) {
+  return Json{{"complete", !torn}, {"records", records}, {"torn_at_byte", torn ? Json(torn_at_byte) : Json(nullptr)}};
+}
+
+namespace {
+
+// "" when `text` is a decimal integer of the kind `type` ("UINT" or "INT") that fits 64 bits.
+std::string CheckInteger(const std::string& text, bool is_signed) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const std::string digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || (negative && !is_signed)) {
+    return "'" + Bounded(text) + "' is not " + (is_signed ? "an integer" : "a non-negative integer");
+  }
+  uint64_t value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  const uint64_t limit = is_signed ? (negative ? (1ull << 63) : (1ull << 63) - 1) : ~0ull;
+  if (error == std::errc::result_out_of_range || value > limit) {
+    return "'" + Bounded(text) + "' is out of range (" +
+           (is_signed ? std::string("-2^63 .. 2^63-1") : std::string("0 .. 2^64-1")) + ")";
+  }
+  return "";
+}
+
+std::string CheckFinite(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) return "'" + Bounded(text) + "' is not a number";
+  if (!std::isfinite(value) || errno == ERANGE) return "'" + Bounded(text) + "' is not a finite number";
+  return "";
+}
+
+void StrictNumbersIn(CLI::App* app) {
+  for (CLI::Option* option : app->get_options()) {
+    const std::string type = option->get_type_name();
+    if (type.rfind("UINT", 0) == 0) {
+      option->check(CLI::Validator([](std::string& t) { return CheckInteger(t, false); }, ""));
+    } else if (type.rfind("INT", 0) == 0) {
+      option->check(CLI::Validator([](std::string& t) { return CheckInteger(t, true); }, ""));
+    } else if (type.rfind("FLOAT", 0) == 0) {
+      option->check(CLI::Validator([](std::string& t) { return CheckFinite(t); }, ""));
+    }
+  }
+  for (CLI::App* sub : app->get_subcommands([](CLI::App*) { return true; })) StrictNumbersIn(sub);
+}
+
+}  // namespace
+
+void ApplyStrictNumbers(CLI::App* app) { StrictNumbersIn(app); }
+
+std::string Bounded(const std::string& text) {
+  constexpr size_t kShown = 80;
+  if (text.size() <= kShown) return text;
+  return text.substr(0, kShown) + "... (" + std::to_string(text.size()) + " bytes)";
 }
 
 Json ToJson(const TraceOutputFlags& flags) {
@@ -124,7 +190,7 @@ Status WriteOutput(const std::string& path, const std::string& bytes) {
     std::fwrite(bytes.data(), 1, bytes.size(), stdout);
     return Status::Ok();
   }
-  COLIBRI_RETURN_IF_ERROR(bench::WriteFileAtomically(path, bytes));
+  COLIBRI_RETURN_IF_ERROR(engine::WriteFileWhole(path, bytes));
   SayWritten(path, bytes.size());
   return Status::Ok();
 }

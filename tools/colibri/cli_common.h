@@ -35,6 +35,17 @@ Result<uint64_t> ParseDurationNs(const std::string& text);
 CLI::Validator SizeValidator();
 CLI::Validator DurationValidator();
 
+// Makes every integer and floating-point option of `app` and its
+// subcommands strict: an integer is decimal digits (a '-' only for signed
+// ones) within 64 bits, never wrapped or clamped (CLI11 alone takes
+// "-1" for an unsigned option and clamps 2^64); a floating-point value is a
+// finite number (no nan, no inf). Call once every option is added.
+void ApplyStrictNumbers(CLI::App* app);
+
+// `text` as a message may echo it: whole up to 80 bytes, else its first 80
+// bytes and its length.
+std::string Bounded(const std::string& text);
+
 // Splits "a,b,c" (empty parts are an error).
 Result<std::vector<std::string>> SplitList(const std::string& text, const std::string& flag);
 
@@ -47,6 +58,13 @@ struct TraceOutputFlags {
 void AddTraceOutputFlags(CLI::App* command, TraceOutputFlags* flags);
 traces::WriterOptions ToWriterOptions(const TraceOutputFlags& flags);
 Json ToJson(const TraceOutputFlags& flags);
+
+// --allow-torn on a command that reads a trace: read a torn trace (no
+// trailer) as its whole records, with a warning and the truncation recorded.
+void AddAllowTornFlag(CLI::App* command, bool* allow_torn);
+// {"complete": bool, "records": N, "torn_at_byte": offset or null}: how the
+// trace a run read ended, for its JSON and the run store.
+Json TraceEndingJson(bool torn, uint64_t torn_at_byte, uint64_t records);
 
 // Writes `bytes` to stdout (empty path) or to `path` through a temporary file
 // and a rename, so a failed write leaves no partial file; says so on stderr.

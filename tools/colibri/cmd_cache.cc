@@ -25,6 +25,7 @@ constexpr double kMiB = 1048576.0;
 
 struct SweepFlags {
   std::string trace;
+  bool allow_torn = false;
   std::string budgets_mib = "1000,2000,4000,8000";
   std::string policies = "lru,lfu,layer,layerlfu,lfru,arc,random,belady";
   std::string prefetch = "none";
@@ -122,7 +123,11 @@ std::string CliffWarning(const SweepFlags& f, const replay::SweepOptions& o, uin
 }
 
 Result<Json> Sweep(const SweepFlags& f) {
-  COLIBRI_ASSIGN_OR_RETURN(const replay::LabTrace trace, replay::LoadLabTrace(f.trace));
+  COLIBRI_ASSIGN_OR_RETURN(const replay::LabTrace trace, replay::LoadLabTrace(f.trace, f.allow_torn));
+  if (trace.torn) {
+    std::cerr << "colibri: warning: " << f.trace << ": torn at byte offset " << trace.torn_at_byte
+              << " (--allow-torn): the sweep covers its first " << trace.records << " records only\n";
+  }
   COLIBRI_ASSIGN_OR_RETURN(const replay::SweepOptions options, Options(f, trace));
   const std::string warning = CliffWarning(f, options, trace.token_cycle_bytes);
   if (!warning.empty()) std::cerr << "colibri: warning: " << warning << "\n";
@@ -134,6 +139,7 @@ Result<Json> Sweep(const SweepFlags& f) {
            {"token_cycle_bytes", trace.token_cycle_bytes},
            {"token_cycle_mib", static_cast<double>(trace.token_cycle_bytes) / kMiB},
            {"layer_batches", trace.batches.size()},
+           {"trace_ending", TraceEndingJson(trace.torn, trace.torn_at_byte, trace.records)},
            {"results", rows}};
   if (trace.has_recorded) {
     out["recorded"] = Json{{"hit_pct_decode", reports::Pct(trace.recorded_hits_decode, trace.recorded_lookups_decode)},
@@ -271,6 +277,7 @@ void AddCacheCommands(CLI::App* app, int* exit_code) {
   auto f = std::make_shared<SweepFlags>();
   CLI::App* cmd = cache->add_subcommand("sweep", "Hit-rate curves of cache policies over budgets, with Belady's ceiling");
   cmd->add_option("trace", f->trace, "Trace file")->required()->check(CLI::ExistingFile);
+  AddAllowTornFlag(cmd, &f->allow_torn);
   cmd->add_option("--budgets-mib", f->budgets_mib, "Budgets in MiB (2^20 bytes), comma-separated")->capture_default_str();
   cmd->add_option("--policies", f->policies, "Policies, comma-separated: lru, lfu, layer, layerlfu, lfru, arc, random, "
                                              "pinned, belady")

@@ -29,6 +29,7 @@ namespace {
 
 struct ReplayFlags {
   std::string trace;
+  bool allow_torn = false;
   std::vector<std::string> machines;
   std::string hw_nvme, hw_pcie, hw_compute;
   std::vector<std::string> hw_files;
@@ -163,12 +164,14 @@ Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"decode", DecodeJson(r.decode, c.decode_series)},
               {"throughput", reports::ThroughputJson(reports::ThroughputOf(r.passes, r.processed_tokens, r.steps, r.elapsed_ns))},
               {"pacing", PacingJson(c, r)},
+              {"trace_ending", TraceEndingJson(r.trace.torn, r.trace.torn_at_byte, r.trace.records)},
               {"expert_load", load}};
 }
 
 Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   replay::ReplayConfig c;
   c.trace_path = f.trace;
+  c.allow_torn = f.allow_torn;
   c.model_dir = f.model_dir;
   c.storage = f.storage;
   CopyHwFlags(f.hw, &c);
@@ -355,6 +358,7 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   auto f = std::make_shared<ReplayFlags>();
   CLI::App* cmd = app->add_subcommand("replay", "Replay a trace through the engine core on modelled (or real) hardware");
   cmd->add_option("trace", f->trace, "Trace file")->required()->check(CLI::ExistingFile);
+  AddAllowTornFlag(cmd, &f->allow_torn);
   cmd->add_option("--hw", f->machines, "Machine profile (repeatable: one run each; colibri hw list)")->required();
   cmd->add_option("--hw-nvme", f->hw_nvme, "Replace the machines' NVMe component (an id)");
   cmd->add_option("--hw-pcie", f->hw_pcie, "Replace the machines' PCIe link (an id)");

@@ -20,6 +20,7 @@ struct ReproFlags {
   std::string spec;
   bool minimize = false;
   std::string output;
+  bool allow_torn = false;
   StoreFlags store;
   bool json = false;
 };
@@ -75,6 +76,7 @@ int Run(const ReproFlags& f) {
   if (!catalog.ok()) return Fail(catalog.status());
   auto spec = replay::LoadReproSpec(f.spec);
   if (!spec.ok()) return Fail(spec.status());
+  spec.value().allow_torn = f.allow_torn;
   if (f.minimize) return Emit(Minimize(f, spec.value(), catalog.value()), f.json, [](const Json& j) {
     std::printf("minimized %s: %llu of %llu records (%.2f%%) in %llu replays; %s\n%s\nwrote %s and %s\n",
                 j["spec"].get<std::string>().c_str(), static_cast<unsigned long long>(j["records_after"].get<uint64_t>()),
@@ -113,6 +115,7 @@ void AddReproCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("spec", f->spec, "Repro spec (JSON, beside its trace)")->required();
   cmd->add_flag("--minimize", f->minimize, "Delta-debug the trace to the smallest slice that still violates");
   cmd->add_option("-o,--output", f->output, "--minimize: the small trace (its spec.json is written beside it)");
+  AddAllowTornFlag(cmd, &f->allow_torn);
   AddStoreFlags(cmd, &f->store);
   cmd->add_flag("--json", f->json, "Print the outcome as JSON");
   cmd->callback([f, exit_code] { *exit_code = Run(*f); });

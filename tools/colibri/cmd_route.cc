@@ -17,6 +17,7 @@ constexpr uint32_t kSyntheticVocab = 32000;
 
 struct StabilityFlags {
   std::string trace;
+  bool allow_torn = false;
   bool synthetic = false;
   std::string modes = "softmax-topk,sigmoid-grouped,hash-projection,hash-token";
   std::string noise = "fp16,bf16,gauss:1e-6";
@@ -83,6 +84,7 @@ Result<replay::StabilityOptions> Options(const StabilityFlags& f) {
   COLIBRI_ASSIGN_OR_RETURN(o.noises, Noises(f.noise));
   o.tau = static_cast<float>(f.tau);
   o.seed = f.seed;
+  o.allow_torn = f.allow_torn;
   o.top_k = f.top_k;
   o.projection_dims = f.projection_dims;
   o.vocab_size = f.vocab;
@@ -218,6 +220,7 @@ void AddStabilityCommand(CLI::App* route, int* exit_code) {
       "stability", "Decisions changed under tiny input noise, near-ties and load deviation, per routing mode");
   cmd->add_option("trace", f->trace, "Trace with router logits, hidden states and/or token ids")
       ->check(CLI::ExistingFile);
+  AddAllowTornFlag(cmd, &f->allow_torn);
   CLI::Option* synthetic = cmd->add_flag("--synthetic", f->synthetic, "Route seeded synthetic layer sets instead");
   cmd->add_option("--modes", f->modes, "Routing modes, comma-separated: softmax-topk, sigmoid-grouped, "
                                        "hash-projection, hash-token")

@@ -27,11 +27,16 @@ constexpr const char* kSameAsInput = "input";
 struct FileFlags {
   std::string file;
   bool json = false;
+  bool allow_torn = false;
 };
 
-void AddFileFlags(CLI::App* cmd, FileFlags* flags) {
+void AddFileFlags(CLI::App* cmd, FileFlags* flags, bool reads_figures) {
   cmd->add_option("file", flags->file, "Trace file")->required();
   cmd->add_flag("--json", flags->json, "Print the result as one JSON document on stdout");
+  if (reads_figures) {
+    cmd->add_flag("--allow-torn", flags->allow_torn,
+                  "Read a torn trace (no trailer: its writer did not finish) as its whole records, with a warning");
+  }
 }
 
 const char* CompressionName(traces::Compression compression) {
@@ -98,8 +103,8 @@ Json ProvenanceJson(const traces::Provenance& p) {
 }
 
 void WarnTruncated(const std::string& file, uint64_t offset) {
-  std::cerr << "colibri: warning: " << file << " ends in a torn tail at byte offset " << offset
-            << "; figures cover the complete records before it\n";
+  std::cerr << "colibri: warning: " << file << " is torn at byte offset " << offset
+            << " (--allow-torn); figures cover the whole records before it\n";
 }
 
 uint64_t FileBytes(const std::string& path) {
@@ -120,8 +125,8 @@ struct RecordCensus {
       {"timestamps", 0},   {"physical_expert_ids", 0}, {"cache_outcomes", 0}};
 };
 
-Result<RecordCensus> TakeCensus(const std::string& path) {
-  COLIBRI_ASSIGN_OR_RETURN(auto reader, traces::TraceReader::Open(path));
+Result<RecordCensus> TakeCensus(const std::string& path, bool allow_torn) {
+  COLIBRI_ASSIGN_OR_RETURN(auto reader, traces::TraceReader::Open(path, traces::ReadOptions{.allow_torn = allow_torn}));
   RecordCensus census;
   traces::TraceRecord r;
   while (true) {
@@ -210,9 +215,9 @@ void PrintInspectText(const Json& doc) {
 int RunInspect(const FileFlags& f) {
   auto header = traces::ReadTraceHeader(f.file);
   if (!header.ok()) return Fail(header.status());
-  auto stats = traces::ComputeTraceStats(f.file);
+  auto stats = traces::ComputeTraceStats(f.file, traces::ReadOptions{.allow_torn = f.allow_torn});
   if (!stats.ok()) return Fail(stats.status());
-  auto census = TakeCensus(f.file);
+  auto census = TakeCensus(f.file, f.allow_torn);
   if (!census.ok()) return Fail(census.status());
   if (stats->truncated) WarnTruncated(f.file, stats->truncated_at_offset);
   const Json doc = InspectJson(f, header.value(), stats.value(), census.value());
@@ -229,12 +234,12 @@ int RunInspect(const FileFlags& f) {
 struct Verdict {
   uint64_t records = 0;      // complete, valid records
   uint64_t valid_bytes = 0;  // file prefix covered by them
-  bool truncated = false;
+  bool torn = false;
   Status error;  // corruption
 };
 
 Result<Verdict> ValidateFile(const std::string& path) {
-  COLIBRI_ASSIGN_OR_RETURN(auto reader, traces::TraceReader::Open(path));
+  COLIBRI_ASSIGN_OR_RETURN(auto reader, traces::TraceReader::Open(path, traces::ReadOptions{.allow_torn = true}));
   Progress progress("validating " + path);
   Verdict verdict;
   traces::TraceRecord record;
@@ -249,16 +254,18 @@ Result<Verdict> ValidateFile(const std::string& path) {
   }
   verdict.records = reader->records_read();
   verdict.valid_bytes = reader->tail_offset();
-  verdict.truncated = reader->truncated();
+  verdict.torn = reader->truncated();
   return verdict;
 }
 
+// complete: the trailer is there and matches; torn: no trailer (a prefix of
+// whole records); corrupt: a check failed at a byte offset.
 int RunValidate(const FileFlags& f) {
   auto result = ValidateFile(f.file);
   // A file that cannot be opened as a trace is bad input (2), unless its header is corrupt (1).
   if (!result.ok()) return Fail(result.status());
   const Verdict& v = result.value();
-  const char* status = !v.error.ok() ? "corrupt" : v.truncated ? "truncated" : "ok";
+  const char* status = !v.error.ok() ? "corrupt" : v.torn ? "torn" : "complete";
   if (f.json) {
     Json doc{{"config", Json{{"file", f.file}}},
              {"file", f.file},
@@ -266,16 +273,65 @@ int RunValidate(const FileFlags& f) {
              {"records", v.records},
              {"file_bytes", FileBytes(f.file)},
              {"valid_bytes", v.valid_bytes}};
-    if (!v.error.ok()) doc["error"] = v.error.message();
-    if (v.truncated) doc["truncated_at_offset"] = v.valid_bytes;
+    if (!v.error.ok()) {
+      doc["error"] = v.error.message();
+      doc["corrupt_at_byte"] = v.valid_bytes;
+    }
+    if (v.torn) doc["torn_at_byte"] = v.valid_bytes;
     PrintJson(doc);
+  } else if (!v.error.ok()) {
+    std::cout << f.file << ": corrupt at byte offset " << v.valid_bytes << ", after " << v.records
+              << " whole records\n";
+  } else if (v.torn) {
+    std::cout << f.file << ": torn at byte offset " << v.valid_bytes << ": a prefix of " << v.records
+              << " whole records and no trailer (its writer did not finish)\n";
   } else {
-    std::cout << f.file << ": " << status << ", " << v.records << " complete records";
-    if (v.truncated) std::cout << ", torn tail at byte offset " << v.valid_bytes;
-    std::cout << "\n";
+    std::cout << f.file << ": complete, " << v.records << " records\n";
   }
   if (!v.error.ok()) return Fail(v.error);
-  return v.truncated ? kExitCheckFailed : kExitOk;
+  return v.torn ? kExitCheckFailed : kExitOk;
+}
+
+// ---- upgrade ----
+
+struct UpgradeFlags {
+  std::string input;
+  std::string output;
+  bool allow_torn = false;
+  bool json = false;
+};
+
+int RunUpgrade(const UpgradeFlags& f) {
+  auto report = traces::UpgradeTrace(f.input, f.output, f.allow_torn);
+  if (!report.ok()) return Fail(report.status());
+  const traces::UpgradeReport& r = report.value();
+  if (f.json) {
+    Json doc{{"config", Json{{"input", f.input}, {"output", f.output}, {"allow_torn", f.allow_torn}}},
+             {"input_version", r.input_version},
+             {"output_version", traces::kFormatVersion},
+             {"records", r.records},
+             {"torn", r.torn},
+             {"file_bytes", FileBytes(f.output)}};
+    if (r.torn) doc["torn_at_byte"] = r.torn_at_byte;
+    PrintJson(doc);
+  } else {
+    std::cerr << "upgraded " << f.input << " (version " << r.input_version << ") to " << f.output << " (version "
+              << traces::kFormatVersion << "): " << r.records << " records";
+    if (r.torn) std::cerr << ", the whole records before the torn tail at byte offset " << r.torn_at_byte;
+    std::cerr << "\n";
+  }
+  return kExitOk;
+}
+
+void AddUpgradeCommand(CLI::App* trace, int* exit_code) {
+  auto f = std::make_shared<UpgradeFlags>();
+  CLI::App* cmd = trace->add_subcommand(
+      "upgrade", "Rewrite a trace (format version 1 or 2) as version 2 with its trailer, checking every record");
+  cmd->add_option("input", f->input, "Input trace")->required();
+  cmd->add_option("-o,--output", f->output, "Output trace (written atomically)")->required();
+  cmd->add_flag("--allow-torn", f->allow_torn, "Keep the whole records of a torn input (the output is complete)");
+  cmd->add_flag("--json", f->json, "Print the result as one JSON document on stdout");
+  cmd->callback([f, exit_code] { *exit_code = RunUpgrade(*f); });
 }
 
 // ---- stats ----
@@ -322,7 +378,7 @@ void PrintStatsText(const traces::TraceStats& s) {
 }
 
 int RunStats(const FileFlags& f) {
-  auto stats = traces::ComputeTraceStats(f.file);
+  auto stats = traces::ComputeTraceStats(f.file, traces::ReadOptions{.allow_torn = f.allow_torn});
   if (!stats.ok()) return Fail(stats.status());
   if (stats->truncated) WarnTruncated(f.file, stats->truncated_at_offset);
   if (f.json) {
@@ -457,10 +513,11 @@ int RunMerge(MergeFlags& f) {
 
 // ---- registration ----
 
-void AddFileCommand(CLI::App* trace, const char* name, const char* help, int (*run)(const FileFlags&), int* exit_code) {
+void AddFileCommand(CLI::App* trace, const char* name, const char* help, int (*run)(const FileFlags&), int* exit_code,
+                    bool reads_figures) {
   auto flags = std::make_shared<FileFlags>();
   CLI::App* cmd = trace->add_subcommand(name, help);
-  AddFileFlags(cmd, flags.get());
+  AddFileFlags(cmd, flags.get(), reads_figures);
   cmd->callback([flags, run, exit_code] { *exit_code = run(*flags); });
 }
 
@@ -494,14 +551,17 @@ void AddMergeCommand(CLI::App* trace, int* exit_code) {
 }  // namespace
 
 void AddTraceInspectCommands(CLI::App* trace, int* exit_code) {
-  AddFileCommand(trace, "inspect", "Header, provenance, counts and optional fields of a trace", &RunInspect, exit_code);
+  AddFileCommand(trace, "inspect", "Header, provenance, counts and optional fields of a trace", &RunInspect, exit_code,
+                 true);
   AddFileCommand(trace, "validate",
-                 "Check every record's CRC and structure (exit 1 on corruption or a torn tail, 2 if not a trace)",
-                 &RunValidate, exit_code);
+                 "Check every record's CRC and structure and the trailer: complete, torn or corrupt (exit 1 when "
+                 "torn or corrupt, 2 if not a trace)",
+                 &RunValidate, exit_code, false);
   AddFileCommand(trace, "stats", "Expert load deviation per layer, decode reuse and token cycle (docs/METRICS.md)",
-                 &RunStats, exit_code);
+                 &RunStats, exit_code, true);
   AddSliceCommand(trace, exit_code);
   AddMergeCommand(trace, exit_code);
+  AddUpgradeCommand(trace, exit_code);
 }
 
 }  // namespace colibri::cli

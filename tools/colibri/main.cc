@@ -2,7 +2,9 @@
 // 2 bad input or usage (see cli_common.h).
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <exception>
 #include <iostream>
+#include <new>
 
 #include "cli_common.h"
 #include "version.h"
@@ -42,13 +44,25 @@ int RunCommandLine(std::vector<std::string> args) {
   bench->require_subcommand(1);
   AddBenchCommands(bench, &exit_code);
 
+  ApplyStrictNumbers(&app);
   SetInvocation(args);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  // Commands run inside parse(). No exception reaches std::terminate: an
+  // allocation the machine cannot satisfy (sizes from flags or files) and any
+  // other escaped exception become a message and exit 2, after the stack has
+  // unwound (temporary outputs are removed by their owners on the way).
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "colibri: out of memory: the sizes asked for (flags or input files) need more memory than this "
+                 "process could allocate; nothing was written\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "colibri: internal error (an exception escaped): " << e.what() << "\n";
+    return kExitBadInput;
   }
   return exit_code;
 }

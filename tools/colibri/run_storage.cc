@@ -7,7 +7,12 @@
 namespace colibri::cli {
 
 void AddDbFlag(CLI::App* command, StoreFlags* flags) {
-  command->add_option("--db", flags->db, "Run store (SQLite; default $COLIBRI_DB or ./colibri-runs.db)");
+  command->add_option("--db", flags->db, "Run store (SQLite; default $COLIBRI_DB or ./colibri-runs.db)")
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.empty() ? std::string("an empty path (leave --db out for the default store)") : std::string();
+          },
+          ""));
 }
 
 void AddStoreFlags(CLI::App* command, StoreFlags* flags) {

@@ -20,11 +20,7 @@ Status ForEachRecord(TraceReader* reader, Visit visit) {
     if (!more) break;
     COLIBRI_RETURN_IF_ERROR(visit(record));
   }
-  if (reader->truncated()) {
-    return Status::Truncated(reader->path() + ": torn tail at byte offset " + std::to_string(reader->tail_offset()) +
-                             " after " + std::to_string(reader->records_read()) + " complete records");
-  }
-  return Status::Ok();
+  return Status::Ok();  // a torn input failed in Next(): an edit never passes a prefix for the whole
 }
 
 // Appends the `per_token` values of each kept token of `in` to `out` (absent stays absent).
@@ -67,12 +63,6 @@ Status CheckSliceLayers(const ModelShape& shape, const SliceSpec& spec) {
                                    std::to_string(*spec.end_token) + ")");
   }
   return Status::Ok();
-}
-
-// The caller's options, always atomic: the output may replace one of the inputs.
-WriterOptions Atomic(WriterOptions options) {
-  options.atomic = true;
-  return options;
 }
 
 bool InTokenRange(const SliceSpec& spec, uint64_t position) {
@@ -130,7 +120,7 @@ Result<EditReport> SliceTrace(const std::string& input, const std::string& outpu
   const ModelShape& shape = reader->header().shape;
   COLIBRI_RETURN_IF_ERROR(CheckSliceLayers(shape, spec));
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
-                           TraceWriter::Create(output, reader->header(), Atomic(writer_options)));
+                           TraceWriter::Create(output, reader->header(), writer_options));
   EditReport report;
   std::vector<size_t> kept;
   TraceRecord sliced;
@@ -157,7 +147,7 @@ Result<EditReport> MergeTraces(const std::vector<std::string>& inputs, const std
   if (inputs.empty()) return Status::InvalidArgument("merge: no input traces");
   COLIBRI_ASSIGN_OR_RETURN(TraceHeader header, MergedHeader(inputs));
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
-                           TraceWriter::Create(output, header, Atomic(writer_options)));
+                           TraceWriter::Create(output, header, writer_options));
   EditReport report;
   uint64_t request_offset = 0, pass_offset = 0;  // for the current input
   uint64_t request_end = 0, pass_end = 0;        // past the largest ids written so far
@@ -176,6 +166,22 @@ Result<EditReport> MergeTraces(const std::vector<std::string>& inputs, const std
     pass_offset = pass_end;
   }
   COLIBRI_RETURN_IF_ERROR(writer->Close());
+  return report;
+}
+
+Result<UpgradeReport> UpgradeTrace(const std::string& input, const std::string& output, bool allow_torn) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader,
+                           TraceReader::Open(input, ReadOptions{.allow_torn = allow_torn, .allow_v1 = true}));
+  WriterOptions options;
+  options.compression = reader->header().compression;
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer, TraceWriter::Create(output, reader->header(), options));
+  COLIBRI_RETURN_IF_ERROR(ForEachRecord(reader.get(), [&](const TraceRecord& record) { return writer->Append(record); }));
+  COLIBRI_RETURN_IF_ERROR(writer->Close());
+  UpgradeReport report;
+  report.input_version = reader->format_version();
+  report.records = reader->records_read();
+  report.torn = reader->truncated();
+  report.torn_at_byte = report.torn ? reader->tail_offset() : 0;
   return report;
 }
 

@@ -1,6 +1,10 @@
 #include "file_format.h"
 
+#include <cstring>
+
+#include "colibri/traces/crc32c.h"
 #include "colibri_trace.pb.h"
+#include "wire.h"
 
 namespace colibri::traces {
 namespace {
@@ -107,6 +111,26 @@ Status DecodeHeader(const uint8_t* data, size_t n, TraceHeader* header) {
                               std::to_string(header->shape.experts_per_layer) + " experts");
   }
   return header->shape.Validate().WithPrefix("trace header");
+}
+
+std::string EncodeTrailer(const Trailer& trailer) {
+  std::string out(kTrailerMagic, sizeof(kTrailerMagic));
+  wire::PutFixed64(&out, trailer.records);
+  wire::PutFixed64(&out, trailer.frames);
+  wire::PutFixed64(&out, trailer.frames_end_offset);
+  wire::PutFixed32(&out, trailer.frames_crc32c);
+  wire::PutFixed32(&out, Crc32c(out.data(), out.size()));
+  return out;
+}
+
+bool DecodeTrailer(const uint8_t* data, Trailer* trailer) {
+  if (std::memcmp(data, kTrailerMagic, sizeof(kTrailerMagic)) != 0) return false;
+  if (Crc32c(data, kTrailerBytes - 4) != wire::LoadFixed32(data + kTrailerBytes - 4)) return false;
+  trailer->records = wire::LoadFixed64(data + 8);
+  trailer->frames = wire::LoadFixed64(data + 16);
+  trailer->frames_end_offset = wire::LoadFixed64(data + 24);
+  trailer->frames_crc32c = wire::LoadFixed32(data + 32);
+  return true;
 }
 
 }  // namespace colibri::traces

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "colibri/engine/input_file.h"
 #include "colibri/traces/importers.h"
 #include "colibri/traces/model_config.h"
 
@@ -111,9 +112,7 @@ class AdaptingSink : public RecordSink {
 
 class WriterSink : public RecordSink {
  public:
-  WriterSink(std::string path, WriterOptions options) : path_(std::move(path)), options_(options) {
-    options_.atomic = true;
-  }
+  WriterSink(std::string path, WriterOptions options) : path_(std::move(path)), options_(options) {}
   Status Begin(const TraceHeader& header) override {
     if (writer_) return Status::Internal("importer began the trace twice");
     COLIBRI_ASSIGN_OR_RETURN(writer_, TraceWriter::Create(path_, header, options_));
@@ -171,6 +170,7 @@ Result<ImportReport> ImportToFile(const ImportOptions& options, const std::strin
 }
 
 Result<SourceFile> DescribeSourceFile(const std::string& path) {
+  COLIBRI_RETURN_IF_ERROR(engine::CheckInputFile(path, "file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open");
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();

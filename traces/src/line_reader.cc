@@ -2,7 +2,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <sys/stat.h>
+
+#include "colibri/engine/input_file.h"
 
 namespace colibri::traces {
 namespace {
@@ -11,12 +12,7 @@ constexpr size_t kMaxLineBytes = 64 << 20;
 }  // namespace
 
 Result<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::NotFound(path + ": no such file");
-    return Status::IoError(path + ": " + std::strerror(errno));
-  }
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + ": is a directory, expected a file");
+  COLIBRI_RETURN_IF_ERROR(engine::CheckInputFile(path, "text file"));
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) return Status::IoError(path + ": cannot open: " + std::strerror(errno));
   return std::unique_ptr<LineReader>(new LineReader(path, file));

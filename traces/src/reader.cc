@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "colibri/engine/input_file.h"
 #include "colibri/traces/crc32c.h"
 #include "file_format.h"
 #include "record_codec.h"
@@ -20,9 +21,11 @@ constexpr size_t kReadChunkBytes = 1 << 20;
 
 }  // namespace
 
-Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path) {
+Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path, const ReadOptions& options) {
+  COLIBRI_RETURN_IF_ERROR(engine::CheckInputFile(path, "trace file"));
   std::unique_ptr<TraceReader> reader(new TraceReader());
   reader->path_ = path;
+  reader->options_ = options;
   reader->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (reader->fd_ < 0) {
     if (errno == ENOENT) return Status::NotFound(path + ": no such file");
@@ -30,7 +33,7 @@ Result<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path) 
   }
   struct stat st {};
   if (::fstat(reader->fd_, &st) != 0) return Status::IoError(path + ": cannot stat: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return Status::InvalidArgument(path + ": is a directory, not a trace file");
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file, not a trace file");
   reader->file_bytes_ = static_cast<uint64_t>(st.st_size);
   COLIBRI_RETURN_IF_ERROR(reader->ReadFileHeader());
   return reader;
@@ -76,10 +79,15 @@ Status TraceReader::ReadFileHeader() {
     return Status::Truncated(path_ + ": file ends inside the 20-byte preamble (" + std::to_string(available) +
                              " bytes)");
   }
-  const uint32_t version = wire::LoadFixed32(p + 8);
-  if (version != kFormatVersion) {
-    return Status::Unsupported(path_ + ": trace format version " + std::to_string(version) +
-                               " not supported (this build reads version " + std::to_string(kFormatVersion) + ")");
+  version_ = wire::LoadFixed32(p + 8);
+  if (version_ == kFormatVersionV1 && !options_.allow_v1) {
+    return Status::Unsupported(path_ + ": trace format version 1 (no end marker: a torn file cannot be told from a "
+                               "whole one); convert it with `colibri trace upgrade " + path_ + " -o OUT`");
+  }
+  if (version_ != kFormatVersion && version_ != kFormatVersionV1) {
+    return Status::Unsupported(path_ + ": trace format version " + std::to_string(version_) +
+                               " not supported (this build reads version " + std::to_string(kFormatVersion) +
+                               ", and version 1 through `colibri trace upgrade`)");
   }
   const uint32_t header_bytes = wire::LoadFixed32(p + 12);
   const uint32_t header_crc = wire::LoadFixed32(p + 16);
@@ -101,7 +109,93 @@ Status TraceReader::ReadFileHeader() {
   buffer_pos_ += header_bytes;
   tail_offset_ = kFilePreambleBytes + header_bytes;
   if (header_.compression == Compression::kZstd) zstd_ctx_ = ZSTD_createDCtx();
+  frames_end_ = file_bytes_;
+  if (version_ != kFormatVersionV1) COLIBRI_RETURN_IF_ERROR(FindTrailer());
   return Status::Ok();
+}
+
+Status TraceReader::FindTrailer() {
+  if (file_bytes_ < tail_offset_ + kEndBytes) return Status::Ok();
+  uint8_t end[kEndBytes];
+  const off_t at = static_cast<off_t>(file_bytes_ - kEndBytes);
+  size_t done = 0;
+  while (done < kEndBytes) {
+    const ssize_t n = ::pread(fd_, end + done, kEndBytes - done, at + static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IoError(path_ + ": read failed: " + std::strerror(errno));
+    if (n == 0) return Status::Ok();  // the file shrank: no trailer
+    done += static_cast<size_t>(n);
+  }
+  Trailer trailer;
+  if (!DecodeTrailer(end + 1, &trailer)) return Status::Ok();
+  if (trailer.frames_end_offset != file_bytes_ - kEndBytes) {
+    // Closed whole once (a valid trailer ends the file), but bytes were added or removed since:
+    // whatever the scan meets that looks torn is corruption.
+    closed_trailer_mismatch_ = true;
+    return Status::Ok();
+  }
+  has_trailer_ = true;
+  trailer_records_ = trailer.records;
+  trailer_frames_ = trailer.frames;
+  trailer_crc32c_ = trailer.frames_crc32c;
+  frames_end_ = trailer.frames_end_offset;
+  end_marker_byte_ = end[0];
+  return Status::Ok();
+}
+
+Result<bool> TraceReader::EndAt(uint64_t offset) {
+  if (end_marker_byte_ != 0) {
+    return Status::Corruption(path_ + ": the end marker at byte offset " + std::to_string(offset) + " is " +
+                              std::to_string(end_marker_byte_) + ", expected 0");
+  }
+  if (records_read_ != trailer_records_ || frames_read_ != trailer_frames_ || frames_crc32c_ != trailer_crc32c_) {
+    return Status::Corruption(path_ + ": the trailer at byte offset " + std::to_string(offset + 1) + " says " +
+                              std::to_string(trailer_records_) + " records in " + std::to_string(trailer_frames_) +
+                              " frames, but the file holds " + std::to_string(records_read_) + " records in " +
+                              std::to_string(frames_read_) + " frames" +
+                              (frames_crc32c_ != trailer_crc32c_ ? " with another CRC32C" : ""));
+  }
+  end_ = TraceEnd::kComplete;
+  return false;
+}
+
+Result<bool> TraceReader::TornAt(uint64_t offset) {
+  tail_offset_ = offset;
+  if (closed_trailer_mismatch_) {
+    return Status::Corruption(path_ + ": the frames stop at byte offset " + std::to_string(offset) +
+                              " without their end, but the file ends with a trailer (it was written whole; bytes "
+                              "were changed, added or removed since)");
+  }
+  if (!options_.allow_torn) {
+    return Status::Truncated(path_ + ": torn at byte offset " + std::to_string(offset) + " of " +
+                             std::to_string(file_bytes_) + ": a prefix of " + std::to_string(records_read_) +
+                             " whole records and no trailer (its writer did not finish); --allow-torn reads the "
+                             "prefix");
+  }
+  end_ = TraceEnd::kTorn;
+  return false;
+}
+
+Result<bool> TraceReader::StrayEnd() {
+  const uint64_t marker = frame_offset_;
+  if (version_ == kFormatVersionV1) return CorruptionAt("a frame of length 0");
+  if (has_trailer_) {
+    return CorruptionAt("an end marker before the end of the frames at byte offset " + std::to_string(frames_end_));
+  }
+  if (file_bytes_ < marker + kEndBytes) return TornAt(marker);  // cut inside the trailer
+  COLIBRI_ASSIGN_OR_RETURN(size_t available, Fill(kEndBytes));
+  if (available < kEndBytes) return TornAt(marker);
+  Trailer trailer;
+  if (!DecodeTrailer(reinterpret_cast<const uint8_t*>(buffer_.data() + buffer_pos_ + 1), &trailer)) {
+    return CorruptionAt("an end marker followed by a damaged trailer");
+  }
+  if (file_bytes_ == marker + kEndBytes) {  // the trailer ends the file but names another end of the frames
+    return Status::Corruption(path_ + ": the trailer at byte offset " + std::to_string(marker + 1) +
+                              " says the frames end at byte offset " + std::to_string(trailer.frames_end_offset) +
+                              ", they end at " + std::to_string(marker) + " (frames removed or added)");
+  }
+  return Status::Corruption(path_ + ": " + std::to_string(file_bytes_ - marker - kEndBytes) +
+                            " bytes after the trailer that ends at byte offset " + std::to_string(marker + kEndBytes));
 }
 
 Status TraceReader::CorruptionAt(const std::string& what) const {
@@ -111,36 +205,43 @@ Status TraceReader::CorruptionAt(const std::string& what) const {
 
 Result<bool> TraceReader::NextFrame() {
   frame_offset_ = buffer_offset_ + buffer_pos_;
+  if (has_trailer_ && frame_offset_ == frames_end_) return EndAt(frame_offset_);
   COLIBRI_ASSIGN_OR_RETURN(size_t available, Fill(10 + kFrameCrcBytes));
-  if (available == 0) return false;  // clean end
+  if (available == 0) {
+    if (version_ == kFormatVersionV1) {
+      end_ = TraceEnd::kComplete;
+      return false;
+    }
+    return TornAt(frame_offset_);  // the file stops at a frame boundary without a trailer
+  }
   const auto* start = reinterpret_cast<const uint8_t*>(buffer_.data() + buffer_pos_);
   const uint8_t* p = start;
   uint64_t length = 0;
   if (!wire::GetVarint(&p, start + available, &length)) {
-    if (available < 10 && eof_) {  // the length itself is cut off
-      truncated_ = true;
-      return false;
-    }
+    if (available < 10 && eof_ && !has_trailer_) return TornAt(frame_offset_);  // the length itself is cut off
     return CorruptionAt("bad frame length varint");
   }
+  if (length == 0) return StrayEnd();
   const size_t prefix = static_cast<size_t>(p - start) + kFrameCrcBytes;
   if (length > kMaxFrameBytes) {
     return CorruptionAt("frame length " + std::to_string(length) + " exceeds the 1 GiB limit");
   }
-  if (frame_offset_ + prefix + length > file_bytes_) {
-    truncated_ = true;
-    return false;
+  if (frame_offset_ + prefix + length > frames_end_) {
+    if (has_trailer_) {
+      return CorruptionAt("a frame of " + std::to_string(length) + " bytes runs past the end of the frames at byte "
+                          "offset " + std::to_string(frames_end_));
+    }
+    return TornAt(frame_offset_);
   }
   COLIBRI_ASSIGN_OR_RETURN(available, Fill(prefix + length));
-  if (available < prefix + length) {  // the file shrank under us
-    truncated_ = true;
-    return false;
-  }
+  if (available < prefix + length) return TornAt(frame_offset_);  // the file shrank under us
   start = reinterpret_cast<const uint8_t*>(buffer_.data() + buffer_pos_);
   const uint32_t expected_crc = wire::LoadFixed32(start + prefix - kFrameCrcBytes);
   frame_ = start + prefix;
   frame_bytes_ = length;
   if (Crc32c(frame_, frame_bytes_) != expected_crc) return CorruptionAt("CRC32C mismatch");
+  frames_crc32c_ = Crc32cExtend(frames_crc32c_, start, prefix + length);
+  ++frames_read_;
   buffer_pos_ += prefix + length;
   tail_offset_ = buffer_offset_ + buffer_pos_;
   return true;
@@ -204,7 +305,7 @@ Result<bool> TraceReader::Next(TraceRecord* record) {
 }
 
 Result<TraceHeader> ReadTraceHeader(const std::string& path) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, ReadOptions{.allow_torn = true}));
   return reader->header();
 }
 

@@ -150,8 +150,8 @@ class StatsAccumulator {
 
 }  // namespace
 
-Result<TraceStats> ComputeTraceStats(const std::string& path) {
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path));
+Result<TraceStats> ComputeTraceStats(const std::string& path, const ReadOptions& options) {
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceReader> reader, TraceReader::Open(path, options));
   StatsAccumulator accumulator(reader->header().shape);
   TraceRecord record;
   while (true) {

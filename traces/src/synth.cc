@@ -303,10 +303,8 @@ class Synthesizer {
 Result<SynthReport> SynthesizeTrace(const SynthOptions& options, const std::string& path,
                                     const WriterOptions& writer_options) {
   COLIBRI_RETURN_IF_ERROR(ValidateOptions(options));
-  WriterOptions atomic = writer_options;
-  atomic.atomic = true;
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> writer,
-                           TraceWriter::Create(path, SynthHeader(options), atomic));
+                           TraceWriter::Create(path, SynthHeader(options), writer_options));
   COLIBRI_ASSIGN_OR_RETURN(SynthReport report, Synthesizer(options, writer.get()).Run());
   COLIBRI_RETURN_IF_ERROR(writer->Close());
   return report;

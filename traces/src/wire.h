@@ -33,6 +33,18 @@ inline uint32_t LoadFixed32(const uint8_t* p) {
   return v;
 }
 
+inline void PutFixed64(std::string* out, uint64_t v) {
+  char buf[8];
+  std::memcpy(buf, &v, 8);  // little-endian hosts only
+  out->append(buf, 8);
+}
+
+inline uint64_t LoadFixed64(const uint8_t* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
 inline void PutTag(std::string* out, uint32_t field, WireType type) { PutVarint(out, (field << 3) | type); }
 
 inline int VarintLength(uint64_t v) {

@@ -33,10 +33,10 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path
   }
   header.compression = options.compression;
   header.expert_id_width_bytes = ExpertIdWidthBytes(header.shape.experts_per_layer);
-  const std::string file_path = options.atomic ? path + ".partial" : path;
-  const int fd = ::open(file_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("cannot create", file_path);
-  std::unique_ptr<TraceWriter> writer(new TraceWriter(path, file_path, fd, std::move(header), options));
+  COLIBRI_ASSIGN_OR_RETURN(engine::OutputClaim claim, engine::OutputClaim::Acquire(path));
+  const int fd = ::open(claim.temp_path().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("cannot create", claim.temp_path());
+  std::unique_ptr<TraceWriter> writer(new TraceWriter(std::move(claim), fd, std::move(header), options));
   const std::string header_bytes = EncodeHeader(writer->header_);
   std::string preamble(kMagic, sizeof(kMagic));
   wire::PutFixed32(&preamble, kFormatVersion);
@@ -47,21 +47,13 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::Create(const std::string& path
   return writer;
 }
 
-TraceWriter::TraceWriter(std::string path, std::string file_path, int fd, TraceHeader header, WriterOptions options)
-    : path_(std::move(path)),
-      file_path_(std::move(file_path)),
-      fd_(fd),
-      header_(std::move(header)),
-      options_(options) {}
+TraceWriter::TraceWriter(engine::OutputClaim claim, int fd, TraceHeader header, WriterOptions options)
+    : claim_(std::move(claim)), fd_(fd), header_(std::move(header)), options_(options) {}
 
 TraceWriter::~TraceWriter() {
   if (closed_) return;
-  if (options_.atomic) {
-    ::close(fd_);
-    ::unlink(file_path_.c_str());
-    return;
-  }
-  (void)Close();
+  ::close(fd_);
+  claim_.Abandon();  // no trailer was written: the temporary file goes
 }
 
 Status TraceWriter::WriteOut(const std::string& bytes) {
@@ -69,7 +61,7 @@ Status TraceWriter::WriteOut(const std::string& bytes) {
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoStatus("write failed", file_path_);
+    if (n < 0) return ErrnoStatus("write failed", claim_.temp_path());
     done += static_cast<size_t>(n);
   }
   bytes_written_ += bytes.size();
@@ -77,9 +69,12 @@ Status TraceWriter::WriteOut(const std::string& bytes) {
 }
 
 void TraceWriter::AppendFrame(const std::string& payload) {
-  wire::PutVarint(&frames_, payload.size());
+  const size_t start = frames_.size();
+  wire::PutVarint(&frames_, payload.size());  // never 0: a record encodes at least its tokens
   wire::PutFixed32(&frames_, Crc32c(payload.data(), payload.size()));
   frames_ += payload;
+  frames_crc32c_ = Crc32cExtend(frames_crc32c_, frames_.data() + start, frames_.size() - start);
+  ++frames_written_;
 }
 
 Status TraceWriter::Append(const TraceRecord& record) {
@@ -132,15 +127,19 @@ Status TraceWriter::Flush() {
 Status TraceWriter::Close() {
   if (closed_) return Status::Ok();
   Status status = Flush();
-  if (status.ok() && ::fsync(fd_) != 0) status = ErrnoStatus("fsync failed", file_path_);
-  if (::close(fd_) != 0 && status.ok()) status = ErrnoStatus("close failed", file_path_);
-  closed_ = true;
-  if (options_.atomic) {
-    if (status.ok() && std::rename(file_path_.c_str(), path_.c_str()) != 0) {
-      status = ErrnoStatus("rename to " + path_ + " failed", file_path_);
-    }
-    if (!status.ok()) ::unlink(file_path_.c_str());
+  if (status.ok()) {
+    Trailer trailer;
+    trailer.records = records_written_;
+    trailer.frames = frames_written_;
+    trailer.frames_end_offset = bytes_written_;
+    trailer.frames_crc32c = frames_crc32c_;
+    status = WriteOut(std::string(1, '\0') + EncodeTrailer(trailer));
   }
+  if (status.ok() && ::fsync(fd_) != 0) status = ErrnoStatus("fsync failed", claim_.temp_path());
+  if (::close(fd_) != 0 && status.ok()) status = ErrnoStatus("close failed", claim_.temp_path());
+  closed_ = true;
+  if (status.ok()) return claim_.Commit();
+  claim_.Abandon();
   return status;
 }
 

@@ -39,10 +39,6 @@ class ScratchFile {
 // progress (bytes written of size_bytes).
 Status CreateRandomFile(const std::string& path, uint64_t size_bytes, uint64_t seed, const Observer& observer = {});
 
-// Writes `bytes` to `<path>.tmp.<pid>` and renames it to `path`, so that a
-// failed write leaves no partial file at `path`. Prints nothing.
-Status WriteFileAtomically(const std::string& path, const std::string& bytes);
-
 // The size of the file at `path`; 0 when it does not exist or cannot be read.
 uint64_t FileBytes(const std::string& path);
 

@@ -73,10 +73,14 @@ struct LabTrace {
   // The recorded outcomes counted like the lab counts (per lookup, first row
   // of each distinct key in its batch; 1 and 2 are hits).
   uint64_t recorded_lookups = 0, recorded_hits = 0, recorded_lookups_decode = 0, recorded_hits_decode = 0;
+  uint64_t records = 0;            // trace records read
+  bool torn = false;              // allow_torn and the file is torn: the batches are its prefix
+  uint64_t torn_at_byte = 0;
 };
 
 // Reads the whole trace into its batch sequence (memory: one key per lookup).
-Result<LabTrace> LoadLabTrace(const std::string& path);
+// A torn trace is an error (traces::TraceReader) unless `allow_torn`.
+Result<LabTrace> LoadLabTrace(const std::string& path, bool allow_torn = false);
 
 struct PrefetchOptions {
   std::string predictor = "none";  // "none", "coact", "oracle"

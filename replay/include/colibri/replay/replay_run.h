@@ -62,6 +62,7 @@ class BatchHook : public engine::EngineObserver {
 
 struct ReplayConfig {
   std::string trace_path;
+  bool allow_torn = false;      // a torn trace replays its prefix (ReplayResult::trace says so); else an error
   std::string model_dir;        // required by real backends (the bytes to read and compute)
   sim::ResolvedMachine machine;
   std::string storage = "sim";  // sim, uring, pread
@@ -126,8 +127,17 @@ struct DecodePasses {
   std::vector<Pass> series;
 };
 
+// How the replayed trace ended (traces::TraceReader): stored with the run.
+struct TraceEnding {
+  bool torn = false;           // only with ReplayConfig::allow_torn
+  uint64_t torn_at_byte = 0;   // where the whole records end
+  uint64_t records = 0;        // records replayed
+  uint64_t file_bytes = 0;
+};
+
 struct ReplayResult {
   std::string event_digest;
+  TraceEnding trace;
   uint64_t events = 0;
   bool simulated = true;          // on the simulated clock (false: real clock, emulation)
   uint64_t steps = 0;             // (token, layer) steps

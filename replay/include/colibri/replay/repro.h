@@ -81,6 +81,7 @@ struct ReproSpec {
   ReproFault fault;
   bool expect_violation = false;
   std::vector<ReproInvariant> invariants;
+  bool allow_torn = false;    // not part of the spec file: `repro --allow-torn` replays a torn trace's prefix
 };
 
 Result<ReproSpec> LoadReproSpec(const std::string& path);

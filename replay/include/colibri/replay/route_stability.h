@@ -94,6 +94,7 @@ struct StabilityOptions {
   uint32_t kept_groups = 0;           // sigmoid-grouped; 0: min(4, groups)
   float routed_scaling_factor = 1.0f;
   engine::LoadAwareConfig load_aware;  // enabled: route load-aware; unit must be kTokens
+  bool allow_torn = false;            // MeasureTraceStability: measure a torn trace's whole records
 };
 
 struct LoadSummary {

@@ -37,4 +37,18 @@ Result<EditReport> SliceTrace(const std::string& input, const std::string& outpu
 Result<EditReport> MergeTraces(const std::vector<std::string>& inputs, const std::string& output,
                                const WriterOptions& writer_options);
 
+struct UpgradeReport {
+  uint32_t input_version = 0;
+  uint64_t records = 0;
+  bool torn = false;          // allow_torn: the input was torn and its prefix was written
+  uint64_t torn_at_byte = 0;
+};
+
+// Rewrites a trace of format version 1 or 2 as version 2 (with its trailer),
+// validating every frame and record on the way; the compression is kept. A
+// torn input is an error unless `allow_torn`, which writes its whole records
+// (the report says so); a corrupt input is always an error, and then nothing
+// is written.
+Result<UpgradeReport> UpgradeTrace(const std::string& input, const std::string& output, bool allow_torn);
+
 }  // namespace colibri::traces

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "colibri/status.h"
+#include "colibri/traces/reader.h"
 #include "colibri/traces/trace.h"
 
 namespace colibri::traces {
@@ -49,6 +50,7 @@ struct TraceStats {
 
 // Streams the trace at `path` and computes its statistics. A torn tail is not
 // an error: stats cover the complete records and `truncated` is set.
-Result<TraceStats> ComputeTraceStats(const std::string& path);
+// A torn file is an error unless options.allow_torn (then `truncated` is set).
+Result<TraceStats> ComputeTraceStats(const std::string& path, const ReadOptions& options = {});
 
 }  // namespace colibri::traces

@@ -14,7 +14,7 @@
 
 namespace colibri::traces {
 
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // v2: the end marker and trailer (docs/TRACE_FORMAT.md)
 inline constexpr char kMagic[8] = {'C', 'O', 'L', 'T', 'R', 'A', 'C', 'E'};
 
 enum class Compression : uint32_t { kNone = 0, kZstd = 1 };

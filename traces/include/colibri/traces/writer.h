@@ -1,19 +1,24 @@
 // TraceWriter: append-only writer of a Colibri trace file.
 //
-// Records are framed (length + CRC32C) and written in whole frames only, so a
-// writer killed at any point leaves a file whose complete records stay
-// readable (the reader reports the torn tail). With Compression::kZstd,
-// records are grouped in zstd blocks of about `block_bytes` uncompressed.
+// Records are framed (length + CRC32C) and written in whole frames only. With
+// Compression::kZstd, records are grouped in zstd blocks of about
+// `block_bytes` uncompressed.
 //
-// With `atomic`, the file is written as "<path>.partial" and renamed to
-// <path> by Close(); a writer destroyed without Close() removes it, so a
-// failed import leaves no partial output. Not thread-safe: one writer per thread.
+// The file is written under a temporary name unique to this writer
+// (engine::OutputClaim: "<path>.partial-<pid>-<n>", with "<path>.lock" held
+// so a second writer of the same path fails at Create), and Close() writes
+// the end marker and trailer (record and frame counts, CRC32C of the frames),
+// syncs and renames it onto <path>. A writer destroyed without Close(), or
+// whose Close() fails, removes its temporary file; one killed leaves a temp
+// file without a trailer, which never reads as whole and which the next
+// writer of <path> sweeps. Not thread-safe: one writer per thread.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "colibri/engine/output_claim.h"
 #include "colibri/status.h"
 #include "colibri/traces/trace.h"
 
@@ -23,13 +28,12 @@ struct WriterOptions {
   Compression compression = Compression::kNone;
   int zstd_level = 3;
   size_t block_bytes = 1 << 20;  // uncompressed bytes per zstd block
-  bool atomic = false;
 };
 
 class TraceWriter {
  public:
-  // Validates the header's shape, creates (truncates) the file and writes the
-  // file header. expert_id_width_bytes and compression are set from the shape
+  // Validates the header's shape, claims `path`, creates the temporary file
+  // and writes the file header. expert_id_width_bytes and compression are set from the shape
   // and options.
   static Result<std::unique_ptr<TraceWriter>> Create(const std::string& path, TraceHeader header,
                                                      const WriterOptions& options = {});
@@ -41,7 +45,8 @@ class TraceWriter {
   Status Append(const TraceRecord& record);
   // Writes every buffered record to the file (ending the current zstd block).
   Status Flush();
-  // Flushes, syncs and closes; renames into place when atomic. Idempotent.
+  // Flushes, writes the trailer, syncs, closes and renames into place.
+  // Idempotent; after an error the output is not written.
   Status Close();
 
   const TraceHeader& header() const { return header_; }
@@ -49,13 +54,12 @@ class TraceWriter {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  TraceWriter(std::string path, std::string file_path, int fd, TraceHeader header, WriterOptions options);
+  TraceWriter(engine::OutputClaim claim, int fd, TraceHeader header, WriterOptions options);
   Status WriteOut(const std::string& bytes);
   void AppendFrame(const std::string& payload);
   Status EndBlock();
 
-  std::string path_;       // final path
-  std::string file_path_;  // path being written (path_ or path_.partial)
+  engine::OutputClaim claim_;  // the final path and the temporary one being written
   int fd_ = -1;
   TraceHeader header_;
   WriterOptions options_;
@@ -64,6 +68,8 @@ class TraceWriter {
   uint64_t block_records_ = 0;
   std::string scratch_;
   uint64_t records_written_ = 0;
+  uint64_t frames_written_ = 0;
+  uint32_t frames_crc32c_ = 0;  // of every frame byte so far
   uint64_t bytes_written_ = 0;
   bool closed_ = false;
 };

@@ -1,0 +1,70 @@
+// The bad inputs of issue 17 that the CLI must refuse clearly (exit 2, a
+// message naming the flag or file) instead of accepting silently, clamping,
+// hanging or crashing. docs/RELIABILITY.md lists each case and its test.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "cli_test_util.h"
+
+namespace colibri::cli {
+namespace {
+
+using cli_testing::kSampleTrace;
+using cli_testing::Outcome;
+
+using BadInputCliTest = cli_testing::CliTest;
+
+const std::string kQwenConfig = std::string(COLIBRI_SHARED_DATA) + "/model-configs/qwen/config.json";
+
+void ExpectRefused(const Outcome& run, const std::string& says) {
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find(says), std::string::npos) << run.err;
+}
+
+TEST_F(BadInputCliTest, IntegersAreNeverClampedOrWrapped) {
+  const std::string synth = "trace synth --model-config " + kQwenConfig + " --requests 1 -o " + dir_.File("s.ctrace");
+  ExpectRefused(Colibri(synth + " --seed 18446744073709551616"), "--seed: '18446744073709551616' is out of range");
+  ExpectRefused(Colibri(synth + " --seed -1"), "--seed: '-1' is not a non-negative integer");
+  ExpectRefused(Colibri(synth + " --seed 0x10"), "is not a non-negative integer");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("s.ctrace")));
+  EXPECT_EQ(Colibri(synth + " --seed 18446744073709551615").exit_code, 0);  // the largest seed is a seed
+  ExpectRefused(Colibri("replay " + kSampleTrace + " --hidden 2048 --hw h100-p5800x-gen5 --max-arrivals -1"),
+                "--max-arrivals: '-1' is not a non-negative integer");
+}
+
+TEST_F(BadInputCliTest, FloatsMustBeFinite) {
+  for (const char* value : {"nan", "inf", "-inf", "1e999", "5%"}) {
+    const Outcome run = Colibri(std::string("report gate --baseline 1 --candidate 2 --max-p99-regression ") + value);
+    EXPECT_EQ(run.exit_code, 2) << value << ": " << run.err;
+    EXPECT_NE(run.err.find("--max-p99-regression"), std::string::npos) << run.err;
+  }
+}
+
+TEST_F(BadInputCliTest, AnEmptyDbPathIsAnErrorNotTheDefault) {
+  ExpectRefused(Colibri("runs list --db ''"), "--db: an empty path");
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("colibri-runs.db")));
+}
+
+TEST_F(BadInputCliTest, SpecialFilesAreRefusedByTypeWithoutHanging) {
+  const std::string fifo = dir_.File("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectRefused(Colibri("trace validate " + fifo), "is a FIFO");
+  ExpectRefused(Colibri("trace stats /dev/zero"), "is a character device");
+  ExpectRefused(Colibri("trace inspect /proc/self/status"), "kernel pseudo-file");
+  ExpectRefused(Colibri("replay " + fifo + " --hw h100-p5800x-gen5 --hidden 2048"), "is a FIFO");
+}
+
+TEST_F(BadInputCliTest, AModelLargerThanTheDiskIsRefusedBeforeWriting) {
+  const std::string out = dir_.File("huge");
+  const Outcome run = Colibri("model synth --layers 1 --experts 8 --top-k 2 --hidden 1048576 --intermediate 1048576 -o " +
+                              out);
+  ExpectRefused(run, "bytes free; nothing was written");
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    EXPECT_EQ(entry.path().filename().string().find("huge"), std::string::npos) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace colibri::cli
