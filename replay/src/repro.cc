@@ -134,7 +134,12 @@ Status ParseEngine(const Json& j, const std::string& where, ReproSpec* spec) {
   COLIBRI_RETURN_IF_ERROR(Field(j, "l1_bytes", where, &spec->l1_bytes));
   COLIBRI_RETURN_IF_ERROR(Field(j, "l2_bytes", where, &spec->l2_bytes));
   COLIBRI_RETURN_IF_ERROR(Field(j, "policy", where, &spec->policy));
-  return Field(j, "queue_depth", where, &spec->queue_depth);
+  COLIBRI_RETURN_IF_ERROR(Field(j, "queue_depth", where, &spec->queue_depth));
+  if (spec->queue_depth < 1 || spec->queue_depth > 32768) {
+    return Status::InvalidArgument(where + ": engine.queue_depth " + std::to_string(spec->queue_depth) +
+                                   " is not in 1..32768 (reads in flight)");
+  }
+  return Status::Ok();
 }
 
 Status ParseFault(const Json& j, const std::string& where, ReproFault* fault) {
@@ -148,6 +153,20 @@ Status ParseFault(const Json& j, const std::string& where, ReproFault* fault) {
   if (!kFaults.count(fault->kind)) {
     return Status::InvalidArgument(where + ": unknown fault '" + fault->kind +
                                    "' (known: none, expert-offset, rank-flip, duplicate-slot)");
+  }
+  // A fault must say where it fires: no default layer, expert or offset is silently assumed.
+  std::vector<const char*> needs;
+  if (fault->kind != "none") needs.push_back("layer");
+  if (fault->kind == "expert-offset" || fault->kind == "duplicate-slot") needs.push_back("expert");
+  if (fault->kind == "expert-offset") needs.push_back("offset");
+  for (const char* field : needs) {
+    if (!j.contains(field)) {
+      return Status::InvalidArgument(where + ": fault '" + fault->kind + "' needs field '" + field +
+                                     "' (without it the fault may never fire)");
+    }
+  }
+  if (fault->kind == "expert-offset" && fault->offset == 0) {
+    return Status::InvalidArgument(where + ": fault 'expert-offset' with offset 0 changes nothing");
   }
   return Status::Ok();
 }
@@ -560,15 +579,40 @@ Result<ReplayConfig> ReproReplayConfig(const ReproSpec& spec, const sim::Hardwar
   return c;
 }
 
+namespace {
+
+// A fault that can never fire would let a spec PASS for the wrong reason.
+Status CheckFaultCanFire(const ReproSpec& spec, const traces::ModelShape& shape, const std::string& trace_path) {
+  const ReproFault& f = spec.fault;
+  if (f.kind == "none") return Status::Ok();
+  const std::string where = spec.path + ": fault '" + f.kind + "'";
+  if (f.layer >= shape.moe_layer_ids.size()) {
+    return Status::InvalidArgument(where + ": layer " + std::to_string(f.layer) + " is not a MoE layer index of " +
+                                   trace_path + " (0.." + std::to_string(shape.moe_layer_ids.size() - 1) + ")");
+  }
+  if ((f.kind == "expert-offset" || f.kind == "duplicate-slot") && f.expert >= shape.experts_per_layer) {
+    return Status::InvalidArgument(where + ": expert " + std::to_string(f.expert) + " is not an expert of " +
+                                   trace_path + " (" + std::to_string(shape.experts_per_layer) + " per layer)");
+  }
+  if (f.kind == "expert-offset" && f.offset % static_cast<int64_t>(shape.experts_per_layer) == 0) {
+    return Status::InvalidArgument(where + ": offset " + std::to_string(f.offset) + " is a multiple of the " +
+                                   std::to_string(shape.experts_per_layer) + " experts: it maps every expert to itself");
+  }
+  if ((f.kind == "rank-flip" || f.kind == "duplicate-slot") && shape.top_k < 2) {
+    return Status::InvalidArgument(where + ": needs top-k >= 2, " + trace_path + " routes top-" +
+                                   std::to_string(shape.top_k));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ReproOutcome> RunRepro(const ReproSpec& spec, const sim::HardwareCatalog& catalog, const std::string& trace) {
   COLIBRI_ASSIGN_OR_RETURN(ReplayConfig config, ReproReplayConfig(spec, catalog));
   if (!trace.empty()) config.trace_path = trace;
   COLIBRI_ASSIGN_OR_RETURN(const traces::TraceHeader header, traces::ReadTraceHeader(config.trace_path));
   const traces::ModelShape& shape = header.shape;
-  if (spec.fault.kind != "none" && spec.fault.layer >= shape.moe_layer_ids.size()) {
-    return Status::InvalidArgument(spec.path + ": fault layer " + std::to_string(spec.fault.layer) +
-                                   " is not a MoE layer index of " + config.trace_path);
-  }
+  COLIBRI_RETURN_IF_ERROR(CheckFaultCanFire(spec, shape, config.trace_path));
   ReproChecker checker(spec, shape.experts_per_layer, shape.top_k);
   config.hook = &checker;
   // On the heap, initialized in place: a ReplayResult's histograms make it too large for nested stack frames.

@@ -58,7 +58,18 @@ TEST_F(ReproTest, BadSpecsNameTheFileAndTheField) {
       {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"], "fault": {"kind": "gremlin"}})",
        "unknown fault 'gremlin'"},
       {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"], "routing": "recompute",
-           "fault": {"kind": "rank-flip"}})", "use \"routing\": \"recorded\""},
+           "fault": {"kind": "rank-flip", "layer": 0}})", "use \"routing\": \"recorded\""},
+      // Faults that could never fire, and an engine that could not run.
+      {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"], "fault": {"kind": "expert-offset"}})",
+       "fault 'expert-offset' needs field 'layer'"},
+      {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"],
+           "fault": {"kind": "expert-offset", "layer": 0, "expert": 1}})", "needs field 'offset'"},
+      {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"],
+           "fault": {"kind": "expert-offset", "layer": 0, "expert": 1, "offset": 0}})", "offset 0 changes nothing"},
+      {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"], "fault": {"kind": "duplicate-slot", "layer": 0}})",
+       "needs field 'expert'"},
+      {R"({"trace": "t", "expect": "pass", "invariants": ["rank_order"], "engine": {"queue_depth": 0}})",
+       "engine.queue_depth 0 is not in 1..32768"},
   };
   for (const auto& [text, expected] : cases) {
     auto spec = ParseReproSpec(text, "dir/spec.json");
@@ -94,6 +105,23 @@ TEST_F(ReproTest, EachFaultIsCaughtByItsInvariantWithItsContext) {
   EXPECT_FALSE(flip.violated);
   ASSERT_TRUE(flip.result);
   EXPECT_EQ(flip.layer_batches, 4u * 10 * 2);
+}
+
+TEST_F(ReproTest, AFaultOutsideTheTraceIsRefusedBeforeTheRun) {
+  const struct {
+    const char* fault;
+    const char* says;
+  } cases[] = {{R"({"kind": "expert-offset", "layer": 1, "expert": 100000, "offset": 1})", "expert 100000 is not an expert"},
+               {R"({"kind": "duplicate-slot", "layer": 9, "expert": 1})", "layer 9 is not a MoE layer index"},
+               {R"({"kind": "expert-offset", "layer": 0, "expert": 1, "offset": 1600})", "is a multiple of the"}};
+  for (const auto& c : cases) {
+    auto spec = LoadReproSpec(WriteSpec("bad.json", c.fault, R"(["distinct_experts_per_token"])"));
+    ASSERT_TRUE(spec.ok()) << spec.status().message();
+    auto outcome = RunRepro(spec.value(), catalog_);
+    ASSERT_FALSE(outcome.ok()) << c.fault;
+    EXPECT_EQ(outcome.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(outcome.status().message().find(c.says), std::string::npos) << outcome.status().message();
+  }
 }
 
 TEST_F(ReproTest, TheSameSpecGivesTheSameVerdictAndTheRunIsChecked) {

@@ -32,6 +32,8 @@ TEST_F(BadInputCliTest, IntegersAreNeverClampedOrWrapped) {
   EXPECT_EQ(Colibri(synth + " --seed 18446744073709551615").exit_code, 0);  // the largest seed is a seed
   ExpectRefused(Colibri("replay " + kSampleTrace + " --hidden 2048 --hw h100-p5800x-gen5 --max-arrivals -1"),
                 "--max-arrivals: '-1' is not a non-negative integer");
+  ExpectRefused(Colibri("replay " + kSampleTrace + " --hidden 4294967295 --hw h100-p5800x-gen5"),
+                "--hidden: Value 4294967295 not in range 1 to 1048576");
 }
 
 TEST_F(BadInputCliTest, FloatsMustBeFinite) {

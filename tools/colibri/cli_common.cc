@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "colibri/bench/files.h"
+#include "colibri/bounded_echo.h"
 #include "colibri/engine/output_claim.h"
 
 namespace colibri::cli {
@@ -136,13 +137,13 @@ std::string CheckInteger(const std::string& text, bool is_signed) {
   const bool negative = !text.empty() && text[0] == '-';
   const std::string digits = negative ? text.substr(1) : text;
   if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || (negative && !is_signed)) {
-    return "'" + Bounded(text) + "' is not " + (is_signed ? "an integer" : "a non-negative integer");
+    return "'" + BoundedEcho(text) + "' is not " + (is_signed ? "an integer" : "a non-negative integer");
   }
   uint64_t value = 0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
   const uint64_t limit = is_signed ? (negative ? (1ull << 63) : (1ull << 63) - 1) : ~0ull;
   if (error == std::errc::result_out_of_range || value > limit) {
-    return "'" + Bounded(text) + "' is out of range (" +
+    return "'" + BoundedEcho(text) + "' is out of range (" +
            (is_signed ? std::string("-2^63 .. 2^63-1") : std::string("0 .. 2^64-1")) + ")";
   }
   return "";
@@ -152,8 +153,8 @@ std::string CheckFinite(const std::string& text) {
   char* end = nullptr;
   errno = 0;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size()) return "'" + Bounded(text) + "' is not a number";
-  if (!std::isfinite(value) || errno == ERANGE) return "'" + Bounded(text) + "' is not a finite number";
+  if (text.empty() || end != text.c_str() + text.size()) return "'" + BoundedEcho(text) + "' is not a number";
+  if (!std::isfinite(value) || errno == ERANGE) return "'" + BoundedEcho(text) + "' is not a finite number";
   return "";
 }
 
@@ -174,12 +175,6 @@ void StrictNumbersIn(CLI::App* app) {
 }  // namespace
 
 void ApplyStrictNumbers(CLI::App* app) { StrictNumbersIn(app); }
-
-std::string Bounded(const std::string& text) {
-  constexpr size_t kShown = 80;
-  if (text.size() <= kShown) return text;
-  return text.substr(0, kShown) + "... (" + std::to_string(text.size()) + " bytes)";
-}
 
 Json ToJson(const TraceOutputFlags& flags) {
   return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};

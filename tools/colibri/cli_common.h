@@ -42,10 +42,6 @@ CLI::Validator DurationValidator();
 // finite number (no nan, no inf). Call once every option is added.
 void ApplyStrictNumbers(CLI::App* app);
 
-// `text` as a message may echo it: whole up to 80 bytes, else its first 80
-// bytes and its length.
-std::string Bounded(const std::string& text);
-
 // Splits "a,b,c" (empty parts are an error).
 Result<std::vector<std::string>> SplitList(const std::string& text, const std::string& flag);
 

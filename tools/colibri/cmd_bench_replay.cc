@@ -164,7 +164,8 @@ void AddBenchReplayCommand(CLI::App* bench, int* exit_code) {
   cmd->add_option("--staging-slots", f->staging_slots, "Transient expert slots")
       ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
-  cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it");
+  cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it")
+      ->check(CLI::Range(1u, 1u << 20));  // the model format's largest dimension
   cmd->add_option("--raw-sample-cap", f->raw_step_samples_cap,
                   "Raw per-step latency samples kept, as colibri replay does (0: histograms only)")
       ->capture_default_str();

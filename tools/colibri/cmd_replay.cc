@@ -379,7 +379,8 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")->check(CLI::Range(1u, 32768u))->capture_default_str();
   cmd->add_option("--staging-slots", f->staging_slots, "Transient expert slots")->check(CLI::Range(1u, 4096u))->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();
-  cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it");
+  cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it")
+      ->check(CLI::Range(1u, 1u << 20));  // the model format's largest dimension
   cmd->add_flag("--pageable", f->pageable, "Host buffers are pageable, not pinned (modelled PCIe)");
   cmd->add_option("--storage", f->storage, "sim, uring or pread")->check(CLI::IsMember({"sim", "uring", "pread"}))->capture_default_str();
   AddHwFlags(cmd, &f->hw, {"sim", "auto", "cpu", "cuda"});

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string_view>
 
+#include "colibri/bounded_echo.h"
 #include "colibri/traces/importers.h"
 #include "colibri/traces/llama_log.h"
 #include "import_util.h"
@@ -165,10 +166,15 @@ Status ParseRow(const LineReader& in, std::string_view line, const ModelShape& s
   uint64_t* ints[] = {&row->turn, &row->phase, &row->step, &row->layer, &row->slot, &row->expert};
   static const char* kNames[] = {"turn", "phase", "step", "layer", "slot", "expert"};
   for (int i = 0; i < 6; ++i) {
-    if (!ParseU64(f[i], ints[i])) return in.Error("column " + std::string(kNames[i]) + ": '" + std::string(f[i]) + "' is not a non-negative integer");
+    if (!ParseU64(f[i], ints[i])) return in.Error("column " + std::string(kNames[i]) + ": '" + BoundedEcho(f[i]) + "' is not a non-negative integer");
   }
   auto [end, ec] = std::from_chars(f[6].data(), f[6].data() + f[6].size(), row->weight);
-  if (ec != std::errc() || end != f[6].data() + f[6].size()) return in.Error("column weight: '" + std::string(f[6]) + "' is not a number");
+  if (ec != std::errc() || end != f[6].data() + f[6].size()) {
+    return in.Error("column weight: '" + BoundedEcho(f[6]) + "' is not a number");
+  }
+  if (!(row->weight >= 0.0f && row->weight <= 1.0f)) {  // nan fails both comparisons
+    return in.Error("column weight: '" + BoundedEcho(f[6]) + "' is not a routing probability in [0, 1]");
+  }
   uint64_t bytes = 0;
   if (!ParseU64(f[7], &row->residency) || row->residency > 2) return in.Error("column residency: expected 0, 1 or 2");
   if (!ParseU64(f[8], &bytes)) return in.Error("column expert_bytes: not a non-negative integer");

@@ -30,6 +30,8 @@ Result<bool> LineReader::Next(std::string_view* line) {
       *line = std::string_view(buffer_.data() + pos_, stop - pos_);
       line_offset_ = consumed_ + pos_;
       ++line_number_;
+      // A UTF-8 byte-order mark (spreadsheet exports) is not part of the first line.
+      if (line_number_ == 1 && line->substr(0, 3) == "\xEF\xBB\xBF") line->remove_prefix(3);
       pos_ = newline == std::string::npos ? buffer_.size() : newline + 1;
       return true;
     }

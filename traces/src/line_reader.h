@@ -1,7 +1,9 @@
 // LineReader: reads a text file line by line through a fixed buffer, keeping
 // the 1-based line number and the byte offset of each line for error
-// messages. Lines may end in \n or \r\n; the last line needs no newline.
-// Internal to traces/. Not thread-safe.
+// messages. Lines may end in \n or \r\n; the last line needs no newline; a
+// UTF-8 byte-order mark at the start of the file is dropped. Open() refuses
+// what is not a regular file by type (engine::CheckInputFile). Internal to
+// traces/. Not thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "colibri/traces/trace.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace colibri::traces {
@@ -172,6 +173,12 @@ bool RecordValid(const ModelShape& shape, const TraceRecord& r) {
   for (uint8_t outcome : r.cache_outcomes) {
     if (outcome > 2) return false;
   }
+  for (float w : r.gate_weights) {
+    if (!(w >= 0.0f) || !std::isfinite(w)) return false;  // nan fails the comparison
+  }
+  for (float logit : r.router_logits) {
+    if (!std::isfinite(logit)) return false;
+  }
   if (!r.hidden_states.empty() &&
       r.hidden_states.size() != tokens * shape.hidden_size * HiddenDtypeBytes(shape.hidden_dtype)) {
     return false;
@@ -215,6 +222,19 @@ Status DescribeInvalidRecord(const ModelShape& shape, const TraceRecord& r) {
   COLIBRI_RETURN_IF_ERROR(CheckLength("cache_outcomes", r.cache_outcomes.size(), tokens * k));
   for (uint8_t outcome : r.cache_outcomes) {
     if (outcome > 2) return Status::InvalidArgument("cache_outcomes value " + std::to_string(outcome) + " not in 0..2");
+  }
+  for (size_t i = 0; i < r.gate_weights.size(); ++i) {
+    const float w = r.gate_weights[i];
+    if (!(w >= 0.0f) || !std::isfinite(w)) {
+      return Status::InvalidArgument("gate_weights[" + std::to_string(i) + "] = " + std::to_string(w) +
+                                     ": expected a finite weight >= 0");
+    }
+  }
+  for (size_t i = 0; i < r.router_logits.size(); ++i) {
+    if (!std::isfinite(r.router_logits[i])) {
+      return Status::InvalidArgument("router_logits[" + std::to_string(i) + "] = " +
+                                     std::to_string(r.router_logits[i]) + ": expected a finite logit");
+    }
   }
   if (!r.hidden_states.empty()) {
     const size_t expected = tokens * shape.hidden_size * HiddenDtypeBytes(shape.hidden_dtype);
