@@ -26,7 +26,7 @@ void RandomRouting(std::mt19937_64& rng, uint32_t experts, uint32_t k, size_t to
 }  // namespace
 
 Result<ModelBlocks> ModelBlocksOf(const std::string& model_dir) {
-  COLIBRI_ASSIGN_OR_RETURN(engine::Model model, engine::OpenModel(model_dir, /*verify_checksums=*/false));
+  COLIBRI_ASSIGN_OR_RETURN(engine::Model model, engine::OpenModel(model_dir, engine::ModelVerify::kAuto));
   ModelBlocks blocks{model.experts_path(), model.config().layout.block_bytes, {}};
   for (uint32_t layer = 0; layer < model.config().layers(); ++layer) {
     for (uint32_t e = 0; e < model.config().experts; ++e) blocks.offsets.push_back(model.ExpertOffset(layer, e));

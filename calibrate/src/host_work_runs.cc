@@ -108,7 +108,7 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
     }
   }
   // The gate GEMV alone, as the engine calls it, on a fresh CpuCompute per thread count.
-  COLIBRI_ASSIGN_OR_RETURN(engine::Model opened, engine::OpenModel(model.dir, /*verify_checksums=*/false));
+  COLIBRI_ASSIGN_OR_RETURN(engine::Model opened, engine::OpenModel(model.dir, engine::ModelVerify::kAuto));
   engine::MonotonicClock clock;
   std::map<uint32_t, engine::TimeNs> gate_ns;  // at the engine runs' thread count
   if (std::find(o.gate_threads.begin(), o.gate_threads.end(), o.threads) == o.gate_threads.end()) {

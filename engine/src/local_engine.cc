@@ -23,9 +23,14 @@ Result<std::unique_ptr<StorageBackend>> OpenStorage(const LocalEngineOptions& o,
 
 Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions& o) {
   auto e = std::make_unique<LocalEngine>();
-  COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify_checksums));
+  COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify));
   COLIBRI_ASSIGN_OR_RETURN(e->storage, OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
   if (!e->storage->warning().empty()) e->warning += (e->warning.empty() ? "" : "; ") + e->storage->warning();
+  if (!e->model.experts_verified() && o.verify == ModelVerify::kAuto) {
+    e->warning += (e->warning.empty() ? "" : "; ") + e->model.config().experts_file.name + " (" +
+                  std::to_string(e->model.config().experts_file.bytes) +
+                  " bytes) is above 1 GiB: not hashed at open (--verify full hashes it first)";
+  }
   if (o.make_transfer) {
     COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.make_transfer(&e->loop));
   } else {

@@ -96,16 +96,23 @@ constexpr NamedCheck kChecks[] = {
 };
 constexpr NamedCheck kChecksumChecks[] = {{"experts_sha256", &ExpertsSha256}, {"gating_sha256", &GatingSha256}};
 
-// Runs the checks in order, reporting each to `report` until it returns false.
+// Runs the checks in order, reporting each to `report` until it returns
+// false; true when experts.bin was hashed.
 template <typename Report>
-void RunChecks(LoadState* s, bool verify_checksums, Report report) {
+bool RunChecks(LoadState* s, ModelVerify verify, Report report) {
   for (const NamedCheck& check : kChecks) {
-    if (!report(check.name, check.run(s))) return;
+    if (!report(check.name, check.run(s))) return false;
   }
-  if (!verify_checksums) return;
+  if (verify == ModelVerify::kNone) return false;
+  const bool hash_experts =
+      verify == ModelVerify::kFull || s->config.experts_file.bytes <= kVerifyAtOpenMaxBytes;
+  bool hashed = false;
   for (const NamedCheck& check : kChecksumChecks) {
-    if (!report(check.name, check.run(s))) return;
+    if (check.run == &ExpertsSha256 && !hash_experts) continue;
+    if (!report(check.name, check.run(s))) return false;
+    hashed = hashed || check.run == &ExpertsSha256;
   }
+  return hashed;
 }
 
 }  // namespace
@@ -126,17 +133,18 @@ const float* Model::GateBias(uint32_t layer_index) const {
   return GateWeight(layer_index) + uint64_t{config_.experts} * config_.hidden;
 }
 
-Result<Model> OpenModel(const std::string& dir, bool verify_checksums) {
+Result<Model> OpenModel(const std::string& dir, ModelVerify verify) {
   COLIBRI_RETURN_IF_ERROR(model_detail::CheckModelDir(dir));
   COLIBRI_ASSIGN_OR_RETURN(ModelConfig config, model_detail::LoadConfig(dir));
   LoadState state{dir, std::move(config), std::nullopt, std::nullopt, {}};
   Status failed;
-  RunChecks(&state, verify_checksums, [&](const char*, Status status) {
+  const bool experts_verified = RunChecks(&state, verify, [&](const char*, Status status) {
     failed = std::move(status);
     return failed.ok();
   });
   if (!failed.ok()) return failed.WithPrefix(dir);
   Model model;
+  model.experts_verified_ = experts_verified;
   model.dir_ = dir;
   model.config_ = std::move(state.config);
   model.expert_offsets_ = std::move(state.index->offsets);
@@ -164,7 +172,7 @@ Result<VerifyReport> VerifyModel(const std::string& dir, bool verify_checksums) 
   if (!config.ok()) return report;
   report.config = std::move(config).value();
   LoadState state{dir, report.config, std::nullopt, std::nullopt, {}};
-  RunChecks(&state, verify_checksums, [&](const char* name, Status status) {
+  (void)RunChecks(&state, verify_checksums ? ModelVerify::kFull : ModelVerify::kNone, [&](const char* name, Status status) {
     report.checks.push_back({name, std::move(status)});
     return true;
   });

@@ -1,7 +1,6 @@
 #include "model_io.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,29 +21,6 @@ Status OsError(const std::string& path, const std::string& what, int error) {
 }
 
 }  // namespace
-
-Sha256::Sha256() : ctx_(EVP_MD_CTX_new()), ok_(ctx_ != nullptr) {
-  if (ok_) ok_ = EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) == 1;
-}
-
-Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
-
-void Sha256::Update(const void* data, uint64_t bytes) {
-  if (ok_) ok_ = EVP_DigestUpdate(ctx_, data, bytes) == 1;
-}
-
-Result<std::string> Sha256::Finish() {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (!ok_ || EVP_DigestFinal_ex(ctx_, digest, &length) != 1) return Status::Internal("OpenSSL SHA-256 failed");
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
 
 Result<std::string> Sha256OfFile(const std::string& path) {
   COLIBRI_ASSIGN_OR_RETURN(InputFile file, InputFile::Open(path));

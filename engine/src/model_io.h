@@ -9,27 +9,12 @@
 #include <string>
 
 #include "colibri/engine/model.h"
+#include "colibri/engine/sha256.h"
 #include "colibri/status.h"
-
-struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX
 
 namespace colibri::engine::model_detail {
 
-// SHA-256 (OpenSSL EVP), lowercase hex.
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(const void* data, uint64_t bytes);
-  // The digest of everything passed to Update; call once.
-  Result<std::string> Finish();
-
- private:
-  evp_md_ctx_st* ctx_;
-  bool ok_;
-};
+using engine::Sha256;
 
 // SHA-256 of a whole file, read in large chunks.
 Result<std::string> Sha256OfFile(const std::string& path);

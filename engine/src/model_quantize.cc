@@ -139,7 +139,7 @@ Result<OutputError> MeasureOutputError(const Model& source, const Model& convert
 Result<QuantizeReport> QuantizeModel(const std::string& source_dir, DType dtype, const std::string& dir,
                                      const QuantizeOptions& options) {
   COLIBRI_RETURN_IF_ERROR(model_detail::CheckOutputDir(dir));
-  COLIBRI_ASSIGN_OR_RETURN(Model source, OpenModel(source_dir, /*verify_checksums=*/true));
+  COLIBRI_ASSIGN_OR_RETURN(Model source, OpenModel(source_dir, ModelVerify::kFull));
   COLIBRI_ASSIGN_OR_RETURN(InputFile experts, InputFile::Open(source.experts_path()));
   const ModelConfig& from = source.config();
   ModelConfig shape = from;
@@ -166,7 +166,7 @@ Result<QuantizeReport> QuantizeModel(const std::string& source_dir, DType dtype,
     for (size_t block = 0; block < sums.size() / 3; ++block) total.Merge(sums[block * 3 + kind]);
     report.weights[kind] = WeightError{total.max_abs, total.Rms(total.error_squares), total.Rms(total.value_squares)};
   }
-  COLIBRI_ASSIGN_OR_RETURN(Model converted, OpenModel(dir, /*verify_checksums=*/false));
+  COLIBRI_ASSIGN_OR_RETURN(Model converted, OpenModel(dir, ModelVerify::kNone));
   COLIBRI_ASSIGN_OR_RETURN(report.output, MeasureOutputError(source, converted, options));
   return report;
 }

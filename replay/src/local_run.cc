@@ -1,6 +1,7 @@
 #include "colibri/replay/local_run.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <utility>
 
@@ -91,7 +92,7 @@ Status Validate(const LocalRunOptions& o) {
 Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o) {
   engine::LocalEngineOptions options;
   options.model_dir = o.model_dir;
-  options.verify_checksums = o.verify_checksums;
+  options.verify = o.verify;
   options.storage = o.storage;
   options.queue_depth = o.queue_depth;
   options.direct_io = o.direct_io;
@@ -303,8 +304,30 @@ void Finish(const LocalRunOptions& o, const Rig& rig, const Workload& workload, 
 
 }  // namespace
 
+Result<LocalRunEstimate> EstimateLocalRun(const LocalRunOptions& options) {
+  COLIBRI_ASSIGN_OR_RETURN(const engine::ModelConfig config, engine::ReadModelConfig(options.model_dir));
+  LocalRunEstimate e;
+  e.tokens = uint64_t{options.requests} * (uint64_t{options.prefill_tokens} + options.decode_passes);
+  e.expert_calls = e.tokens * config.layers() * config.top_k;
+  e.expert_flops = static_cast<double>(e.expert_calls) * 6.0 * config.hidden * config.intermediate;
+  char flops[32];
+  std::snprintf(flops, sizeof(flops), "%.2g", e.expert_flops);
+  e.text = std::to_string(e.tokens) + " tokens (" + std::to_string(options.requests) + " requests x (" +
+           std::to_string(options.prefill_tokens) + " prompt + " + std::to_string(options.decode_passes) +
+           " decode)) through " + std::to_string(config.layers()) + " MoE layers at top-" +
+           std::to_string(config.top_k) + ": " + flops + " expert FLOPs";
+  return e;
+}
+
 Result<LocalRunResult> RunLocal(const LocalRunOptions& options) {
   COLIBRI_RETURN_IF_ERROR(Validate(options));
+  if (!options.force) {
+    COLIBRI_ASSIGN_OR_RETURN(const LocalRunEstimate estimate, EstimateLocalRun(options));
+    if (estimate.expert_flops > kLocalRunFlopsWithoutForce) {
+      return Status::InvalidArgument("this run would compute " + estimate.text + ", above the 1e15 a run starts " +
+                                     "without --force (hours on a CPU); pass --force to run it anyway");
+    }
+  }
   LocalRunResult out;
   COLIBRI_ASSIGN_OR_RETURN(Rig rig, OpenRig(options, &out.warnings));
   Workload workload(options, &rig, &out);

@@ -218,7 +218,7 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   }
   engine::EngineModel model;
   if (!c.model_dir.empty()) {
-    COLIBRI_ASSIGN_OR_RETURN(rig->model, engine::OpenModel(c.model_dir, /*verify_checksums=*/false));
+    COLIBRI_ASSIGN_OR_RETURN(rig->model, engine::OpenModel(c.model_dir, engine::ModelVerify::kAuto));
     model = engine::EngineModelOf(*rig->model);
     rig->modelled_layout = "model " + c.model_dir;
   } else {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <utility>
 
+#include "run_store_integrity.h"
 #include "sample_codec.h"
 
 namespace colibri::reports {
@@ -286,6 +287,10 @@ CREATE TABLE run_faults (
   detail TEXT NOT NULL,
   PRIMARY KEY (run_id, position)
 );
+)sql",
+    // 3: each finished run's checksum (run_store_integrity.h); '' for runs finished before it.
+    R"sql(
+ALTER TABLE runs ADD COLUMN results_digest TEXT NOT NULL DEFAULT '';
 )sql",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion, "one migration per schema version");
@@ -621,15 +626,25 @@ RunStore::RunStore(std::string path, sqlite3* db, Options options)
 RunStore::~RunStore() { sqlite3_close_v2(db_); }
 
 Result<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path, Options options) {
+  COLIBRI_RETURN_IF_ERROR(store_integrity::CheckStorePath(path, options.read_only));
   sqlite3* handle = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  const int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(handle, sqlite3_close_v2);
   if (rc != SQLITE_OK) {
     return Status::IoError(path + ": opening the run database: " +
                            (handle != nullptr ? sqlite3_errmsg(handle) : sqlite3_errstr(rc)));
   }
-  COLIBRI_RETURN_IF_ERROR(Configure(db.get(), options.busy_timeout_ms));
-  COLIBRI_RETURN_IF_ERROR(MigrateToCurrent(db.get(), options.busy_timeout_ms));
+  if (options.read_only) {
+    sqlite3_busy_timeout(db.get(), options.busy_timeout_ms);
+    COLIBRI_ASSIGN_OR_RETURN(const int version, KnownVersion(db.get()));
+    if (version == 0) return Status::NotFound(path + ": no runs stored (an empty database, not a run store yet)");
+  } else {
+    sqlite3_busy_timeout(db.get(), options.busy_timeout_ms);
+    COLIBRI_RETURN_IF_ERROR(store_integrity::QuickCheck(db.get(), path));  // before anything is written
+    COLIBRI_RETURN_IF_ERROR(Configure(db.get(), options.busy_timeout_ms));
+    COLIBRI_RETURN_IF_ERROR(MigrateToCurrent(db.get(), options.busy_timeout_ms));
+  }
   return std::unique_ptr<RunStore>(new RunStore(path, db.release(), std::move(options)));
 }
 
@@ -676,6 +691,10 @@ Status RunStore::FinishRun(int64_t run_id, const RunResults& results, int64_t en
     COLIBRI_RETURN_IF_ERROR(update.Run());
   }
   COLIBRI_RETURN_IF_ERROR(SetStatus(db_, run_id, "complete", "", ended_at_ms));
+  COLIBRI_ASSIGN_OR_RETURN(const std::string digest, store_integrity::RunDigest(db_, run_id));
+  COLIBRI_ASSIGN_OR_RETURN(Statement seal,
+                           Query(db_, "UPDATE runs SET results_digest = ? WHERE run_id = ?", digest, run_id));
+  COLIBRI_RETURN_IF_ERROR(seal.Run());
   reached(WriteStage::kStatus);
   return transaction.Commit();
 }
@@ -710,6 +729,7 @@ Result<RunResults> RunStore::Results(int64_t run_id, bool with_samples) const {
   COLIBRI_ASSIGN_OR_RETURN(Transaction snapshot,
                            Transaction::Begin(db_, Transaction::Kind::kRead, options_.busy_timeout_ms));
   COLIBRI_RETURN_IF_ERROR(RunStatus(db_, run_id).status());
+  COLIBRI_RETURN_IF_ERROR(VerifyRun(run_id));
   RunResults results;
   COLIBRI_RETURN_IF_ERROR(ReadScalars(db_, run_id, &results));
   COLIBRI_RETURN_IF_ERROR(ReadDistributions(db_, run_id, with_samples, &results));
@@ -717,6 +737,21 @@ Result<RunResults> RunStore::Results(int64_t run_id, bool with_samples) const {
   COLIBRI_RETURN_IF_ERROR(ReadExpertLoad(db_, run_id, &results));
   COLIBRI_RETURN_IF_ERROR(ReadSeries(db_, run_id, &results));
   return results;
+}
+
+Status RunStore::VerifyRun(int64_t run_id) const {
+  if (schema_version() < 3) return Status::Ok();  // a read-only store from before checksums
+  COLIBRI_ASSIGN_OR_RETURN(Statement select, Query(db_, "SELECT results_digest FROM runs WHERE run_id = ?", run_id));
+  COLIBRI_ASSIGN_OR_RETURN(const bool row, select.Step());
+  if (!row) return NoSuchRun(db_, run_id);
+  const std::string stored = select.Text(0);
+  if (stored.empty()) return Status::Ok();  // finished before schema version 3, or not finished
+  COLIBRI_ASSIGN_OR_RETURN(const std::string actual, store_integrity::RunDigest(db_, run_id));
+  if (actual == stored) return Status::Ok();
+  return Status::Corruption("run " + std::to_string(run_id) + " in " + path_ +
+                            ": its stored results do not match the checksum written with them (the database was "
+                            "changed or damaged since); its figures are not shown. Delete it (colibri runs delete " +
+                            std::to_string(run_id) + ") or restore the file");
 }
 
 Status RunStore::Delete(int64_t run_id) {

@@ -376,7 +376,7 @@ TEST_P(EngineExportReferenceTest, ForwardMatchesFp64ReferenceOfTheSourceCheckpoi
     SCOPED_TRACE(storage);
     LocalEngineOptions o;
     o.model_dir = model_dir;
-    o.verify_checksums = true;
+    o.verify = ModelVerify::kFull;
     o.storage = storage;
     o.queue_depth = 4;
     o.threads = 2;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "cli_test_util.h"
 
@@ -66,6 +67,60 @@ TEST_F(BadInputCliTest, AModelLargerThanTheDiskIsRefusedBeforeWriting) {
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
     EXPECT_EQ(entry.path().filename().string().find("huge"), std::string::npos) << entry.path();
   }
+}
+
+TEST_F(BadInputCliTest, AHugeRunIsRefusedWithItsEstimateUnlessForced) {
+  const std::string model = dir_.File("m");
+  ASSERT_EQ(Colibri("model synth --layers 2 --experts 8 --top-k 2 --hidden 256 --intermediate 128 -o " + model).exit_code,
+            0);
+  const Outcome run = Colibri("run --model " + model + " --requests 4096 --prefill 1048576 --no-store");
+  ExpectRefused(run, "4295098368 tokens (4096 requests x (1048576 prompt + 32 decode)) through 2 MoE layers at top-2");
+  EXPECT_NE(run.err.find("--force"), std::string::npos) << run.err;
+}
+
+// One changed byte in experts.bin or gating.bin, or a wrong digest in
+// config.json: `run` and `replay --model` refuse the model at open.
+TEST_F(BadInputCliTest, AChangedModelIsRefusedAtOpen) {
+  const std::string model = dir_.File("m");
+  ASSERT_EQ(Colibri("model synth --layers 2 --experts 8 --top-k 2 --hidden 256 --intermediate 128 -o " + model).exit_code,
+            0);
+  const std::string recording = dir_.File("r.ctrace");
+  const std::string run = "run --requests 2 --prefill 4 --tokens 4 --no-store --model ";
+  ASSERT_EQ(Colibri(run + model + " --record " + recording).exit_code, 0);
+  const std::string replay = "replay " + recording + " --hw cpu-local --storage pread --transfer cpu --compute cpu " +
+                             "--no-store --model ";
+  ASSERT_EQ(Colibri(replay + model).exit_code, 0) << Colibri(replay + model).err;
+
+  const auto damaged = [&](const std::string& name, const std::function<void(const std::string&)>& edit) {
+    const std::string copy = dir_.File(name);
+    std::filesystem::copy(model, copy, std::filesystem::copy_options::recursive);
+    edit(copy);
+    return copy;
+  };
+  const auto flip = [](const std::string& file) {
+    std::string bytes = traces::testing::ReadFileBytes(file);
+    bytes[bytes.size() - 100] = static_cast<char>(bytes[bytes.size() - 100] ^ 0x01);
+    traces::testing::WriteFileBytes(file, bytes);
+  };
+  const std::string experts = damaged("experts-flip", [&](const std::string& d) { flip(d + "/experts.bin"); });
+  const std::string gating = damaged("gating-flip", [&](const std::string& d) { flip(d + "/gating.bin"); });
+  const std::string config = damaged("config-digest", [&](const std::string& d) {
+    std::string text = traces::testing::ReadFileBytes(d + "/config.json");
+    const size_t at = text.find("\"sha256\": \"") + 11;
+    text[at] = text[at] == '0' ? '1' : '0';
+    traces::testing::WriteFileBytes(d + "/config.json", text);
+  });
+  for (const auto& [dir, file] : {std::pair{experts, "experts.bin"}, std::pair{gating, "gating.bin"},
+                                  std::pair{config, "experts.bin"}}) {
+    for (const std::string& command : {run + dir, replay + dir}) {
+      const Outcome refused = Colibri(command);
+      EXPECT_EQ(refused.exit_code, 1) << command << ": " << refused.err;
+      EXPECT_NE(refused.err.find(std::string(file) + ": sha256"), std::string::npos) << refused.err;
+      EXPECT_NE(refused.err.find("config.json records"), std::string::npos) << refused.err;
+    }
+  }
+  // --verify none is the user's explicit choice.
+  EXPECT_EQ(Colibri(run + experts + " --verify none").exit_code, 0);
 }
 
 }  // namespace

@@ -43,7 +43,7 @@ Result<std::vector<int64_t>> RunIds(const CompareFlags& f, const reports::RunSto
 }
 
 Status Compare(const CompareFlags& f) {
-  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStoreForReading(f.store));
   reports::CompareOptions o;
   COLIBRI_ASSIGN_OR_RETURN(const std::vector<int64_t> ids, RunIds(f, *store));
   if (f.baseline != 0) o.baseline_run_id = f.baseline;
@@ -72,7 +72,7 @@ struct GateFlags {
 };
 
 Result<reports::GateResult> Gate(const GateFlags& f) {
-  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStoreForReading(f.store));
   reports::GateOptions o = f.options;
   if (f.max_load_cv >= 0) o.max_load_cv = f.max_load_cv;
   return reports::RunGate(*store, f.baseline, f.candidate, o);
@@ -155,7 +155,7 @@ void AddFidelityReport(CLI::App* report, int* exit_code) {
   cmd->add_flag("--json", f->json, "Same as --format json");
   cmd->callback([f, exit_code] {
     const Status s = [&]() -> Status {
-      COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f->store));
+      COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStoreForReading(f->store));
       COLIBRI_ASSIGN_OR_RETURN(const std::string text,
                                reports::StoredFidelityReport(*store, f->run_id, f->json ? "json" : f->format));
       return WriteOutput(f->output, text);

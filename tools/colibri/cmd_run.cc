@@ -46,7 +46,7 @@ struct RunFlags {
   bool direct_io = true;
   double correlation = 0.9;
   uint32_t vocab = 32000;
-  bool verify = false;
+  std::string verify = "auto";
   std::string record;
   bool record_logits = false;
   bool record_hidden = false;
@@ -54,6 +54,7 @@ struct RunFlags {
   TraceOutputFlags record_output;
   uint64_t raw_step_samples_cap = 10'000'000;
   StoreFlags store;
+  bool force = false;
   bool json = false;
 };
 
@@ -61,7 +62,10 @@ struct RunFlags {
 Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   replay::LocalRunOptions o;
   o.model_dir = f.model_dir;
-  o.verify_checksums = f.verify;
+  o.verify = f.verify == "full" ? engine::ModelVerify::kFull
+             : f.verify == "none" ? engine::ModelVerify::kNone
+                                  : engine::ModelVerify::kAuto;
+  o.force = f.force;
   o.requests = f.requests;
   o.prefill_tokens = f.prefill;
   o.decode_passes = f.tokens;
@@ -258,6 +262,7 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   cmd->add_option("--tokens", f->tokens, "Decode steps (each one pass over all requests)")->capture_default_str();
+  cmd->add_flag("--force", f->force, "Run even a workload above 1e15 expert FLOPs (refused otherwise, with the estimate)");
   cmd->add_option("--seed", f->seed, "Seed of the hidden states")->capture_default_str();
   cmd->add_option("--l1-bytes", f->l1_bytes, "L1 pool budget (the device pool; host memory with CPU compute), 0 = off")
       ->transform(SizeValidator())
@@ -292,7 +297,10 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--vocab", f->vocab, "Vocabulary of the seeded token ids (Zipf distributed)")
       ->check(CLI::Range(1u, 1u << 24))
       ->capture_default_str();
-  cmd->add_flag("--verify", f->verify, "Verify the model's checksums before running");
+  cmd->add_option("--verify", f->verify,
+                  "The model's SHA-256s at open: auto (gating.bin always, experts.bin up to 1 GiB), full, none")
+      ->check(CLI::IsMember({"auto", "full", "none"}))
+      ->capture_default_str();
   cmd->add_option("--record", f->record, "Record every layer's routing to this trace file");
   cmd->add_flag("--record-logits", f->record_logits, "Record raw router logits (with --record)");
   cmd->add_flag("--record-hidden", f->record_hidden, "Record the router inputs, fp32 (with --record)");

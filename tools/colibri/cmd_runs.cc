@@ -70,7 +70,7 @@ Json ResultsJson(const reports::RunResults& r) {
 }
 
 Result<Json> List(const RunsFlags& f) {
-  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStoreForReading(f.store));
   COLIBRI_ASSIGN_OR_RETURN(const std::vector<reports::RunInfo> runs, store->List());
   Json out = Json::array();
   for (const reports::RunInfo& i : runs) {
@@ -93,7 +93,7 @@ void PrintList(const Json& j) {
 }
 
 Result<Json> Show(const RunsFlags& f) {
-  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStoreForReading(f.store));
   Json out = Json::array();
   for (int64_t id : f.ids) {
     COLIBRI_ASSIGN_OR_RETURN(const reports::RunInfo info, store->Info(id));
@@ -187,7 +187,7 @@ Result<std::string> SamplesExport(const RunsFlags& f, reports::RunStore& store) 
 }
 
 Result<Json> Export(const RunsFlags& f) {
-  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStore(f.store));
+  COLIBRI_ASSIGN_OR_RETURN(auto store, OpenStoreForReading(f.store));
   std::string bytes;
   if (f.samples) {
     COLIBRI_ASSIGN_OR_RETURN(bytes, SamplesExport(f, *store));

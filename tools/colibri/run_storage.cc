@@ -26,6 +26,12 @@ Result<std::unique_ptr<reports::RunStore>> OpenStore(const StoreFlags& flags) {
   return reports::RunStore::Open(DbPath(flags));
 }
 
+Result<std::unique_ptr<reports::RunStore>> OpenStoreForReading(const StoreFlags& flags) {
+  reports::RunStore::Options options;
+  options.read_only = true;
+  return reports::RunStore::Open(DbPath(flags), options);
+}
+
 namespace {
 std::vector<std::string>& InvocationStorage() {
   static std::vector<std::string> args;

@@ -25,6 +25,9 @@ void AddDbFlag(CLI::App* command, StoreFlags* flags);
 void AddStoreFlags(CLI::App* command, StoreFlags* flags);
 std::string DbPath(const StoreFlags& flags);
 Result<std::unique_ptr<reports::RunStore>> OpenStore(const StoreFlags& flags);
+// The store opened read-only, for commands that only read it (list, show,
+// export, compare, gate, stored reports): an existing file, nothing written.
+Result<std::unique_ptr<reports::RunStore>> OpenStoreForReading(const StoreFlags& flags);
 
 // The argv (without the program name) of this process's command.
 void SetInvocation(std::vector<std::string> args);

@@ -1,7 +1,5 @@
 // Shared importer machinery: dispatch, the writing sink, the top-k/ids-only
 // adapter, provenance digests, shapes from options.
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -9,6 +7,7 @@
 #include <set>
 
 #include "colibri/engine/input_file.h"
+#include "colibri/engine/sha256.h"
 #include "colibri/traces/importers.h"
 #include "colibri/traces/model_config.h"
 
@@ -173,28 +172,18 @@ Result<SourceFile> DescribeSourceFile(const std::string& path) {
   COLIBRI_RETURN_IF_ERROR(engine::CheckInputFile(path, "file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound(path + ": cannot open");
-  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-  EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+  engine::Sha256 sha256;
   std::vector<char> buffer(1 << 20);
   uint64_t size = 0;
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     const std::streamsize got = in.gcount();
     if (got <= 0) break;
-    EVP_DigestUpdate(ctx, buffer.data(), static_cast<size_t>(got));
+    sha256.Update(buffer.data(), static_cast<uint64_t>(got));
     size += static_cast<uint64_t>(got);
   }
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int digest_len = 0;
-  EVP_DigestFinal_ex(ctx, digest, &digest_len);
-  EVP_MD_CTX_free(ctx);
   if (in.bad()) return Status::IoError(path + ": read failed");
-  static const char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < digest_len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
+  COLIBRI_ASSIGN_OR_RETURN(const std::string hex, sha256.Finish());
   return SourceFile{path, hex, size};
 }
 

@@ -22,7 +22,7 @@ namespace colibri::engine {
 
 struct LocalEngineOptions {
   std::string model_dir;
-  bool verify_checksums = false;
+  ModelVerify verify = ModelVerify::kAuto;  // OpenModel's checksums (model.h)
   std::string storage = "auto";  // auto (io_uring, pread if unavailable), uring, pread
   uint32_t queue_depth = 32;
   bool direct_io = true;

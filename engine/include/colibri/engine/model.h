@@ -63,6 +63,16 @@ struct ModelConfig {
   uint32_t layers() const { return static_cast<uint32_t>(layer_ids.size()); }
 };
 
+// How much of a model OpenModel checks beyond its structure (every field of
+// config.json, the sizes, the index), which is always checked.
+enum class ModelVerify {
+  kNone,  // structure only: for a tool re-opening what it has just written
+  kAuto,  // gating.bin's SHA-256 always (it is read whole anyway); experts.bin's
+          // when it is at most kVerifyAtOpenMaxBytes (about 1 s of hashing here)
+  kFull,  // both SHA-256s whatever the size (reads all of experts.bin)
+};
+inline constexpr uint64_t kVerifyAtOpenMaxBytes = 1ull << 30;
+
 // An opened model (a default-constructed one is empty: get one from
 // OpenModel). Layer arguments are layer indexes (0 .. layers() - 1 into
 // config().layer_ids), not source layer ids; out-of-range arguments are a
@@ -79,9 +89,13 @@ class Model {
   // valid as long as the Model lives.
   const float* GateWeight(uint32_t layer_index) const;
   const float* GateBias(uint32_t layer_index) const;
+  // Whether OpenModel hashed experts.bin against config.json (kAuto skips a
+  // file above kVerifyAtOpenMaxBytes).
+  bool experts_verified() const { return experts_verified_; }
 
  private:
-  friend Result<Model> OpenModel(const std::string& dir, bool verify_checksums);
+  friend Result<Model> OpenModel(const std::string& dir, ModelVerify verify);
+  bool experts_verified_ = false;
   std::string dir_;
   ModelConfig config_;
   std::vector<uint64_t> expert_offsets_;  // (layer, expert) order
@@ -89,9 +103,14 @@ class Model {
 };
 
 // Opens `dir`: validates every field of config.json, the alignment rule,
-// the file sizes, experts.bin's header and index, and reads gating.bin. With
-// `verify_checksums`, also hashes both files (reads all of experts.bin).
-Result<Model> OpenModel(const std::string& dir, bool verify_checksums);
+// the file sizes, experts.bin's header and index, and reads gating.bin; then
+// checks the SHA-256s `verify` asks for. A changed byte (or a wrong digest in
+// config.json) is kCorruption naming the file, both digests and the cause.
+Result<Model> OpenModel(const std::string& dir, ModelVerify verify);
+// true: kFull, false: kNone.
+inline Result<Model> OpenModel(const std::string& dir, bool verify_checksums) {
+  return OpenModel(dir, verify_checksums ? ModelVerify::kFull : ModelVerify::kNone);
+}
 
 // The validated config.json of model directory `dir` alone (its shape),
 // without opening experts.bin or reading gating.bin.

@@ -54,7 +54,7 @@ namespace colibri::replay {
 
 struct LocalRunOptions {
   std::string model_dir;
-  bool verify_checksums = false;  // verify the model's checksums when opening it
+  engine::ModelVerify verify = engine::ModelVerify::kAuto;  // the model's checksums at open (engine/model.h)
   // The workload.
   uint32_t requests = 4;
   uint32_t prefill_tokens = 32;  // per request, one prefill pass each
@@ -94,7 +94,22 @@ struct LocalRunOptions {
   std::FILE* routing_log = nullptr;
   // Optional: called on the calling thread after every forward pass.
   std::function<void(uint64_t passes_done, uint64_t passes_total)> on_pass;
+  // Run even when EstimateLocalRun is above kLocalRunFlopsWithoutForce.
+  bool force = false;
 };
+
+// The size of a run before it starts: tokens through the MoE layers and the
+// expert FLOPs they cost (3 matrices of H x I, 2 FLOPs a multiply-add).
+struct LocalRunEstimate {
+  uint64_t tokens = 0;         // requests x (prefill + decode passes)
+  uint64_t expert_calls = 0;   // tokens x MoE layers x top-k
+  double expert_flops = 0;     // expert_calls x 6 x H x I
+  std::string text;            // the sentence a refusal states
+};
+// Above this a run needs `force` (hours on a CPU; the default workload is about 3e12).
+inline constexpr double kLocalRunFlopsWithoutForce = 1e15;
+// Reads the model's config.json only (engine::ReadModelConfig).
+Result<LocalRunEstimate> EstimateLocalRun(const LocalRunOptions& options);
 
 // What a recording wrote.
 struct LocalRunRecording {
@@ -137,6 +152,8 @@ struct LocalRunResult {
   std::optional<LocalRunRecording> recording;             // set when record_path was
 };
 
+// Refuses (kInvalidArgument, stating the estimate) a run above
+// kLocalRunFlopsWithoutForce unless options.force.
 Result<LocalRunResult> RunLocal(const LocalRunOptions& options);
 
 }  // namespace colibri::replay

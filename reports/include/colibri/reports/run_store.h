@@ -14,6 +14,14 @@
 // no row, or an "incomplete" row with no results -- never partial results
 // marked complete. FailRun() marks a run that ended in an error "failed".
 //
+// Integrity: FinishRun stores a SHA-256 of everything the run holds (its
+// row and every results row) in runs.results_digest; Results() recomputes it
+// and refuses a run whose stored results no longer match (kCorruption: the
+// file was changed or damaged). Runs finished before schema version 3 have
+// no checksum and are read unchecked. Before anything is written, a store of
+// at most 256 MiB passes PRAGMA quick_check (kCorruption otherwise); reading
+// commands open the file read-only (Options::read_only).
+//
 // Raw samples are stored as zstd-compressed zigzag-delta varints in arrival
 // order; a distribution whose raw values were dropped is stored as its
 // serialized histogram (Distribution.source says which).
@@ -22,7 +30,9 @@
 // RunStore per thread (SQLite serialises writers across processes).
 // Errors: kIoError for SQLite failures (with the database path and SQLite's
 // message), kNotFound for an unknown run id, kCorruption for a malformed blob,
-// kUnsupported for a database written by a newer schema.
+// kUnsupported for a database written by a newer schema; kNotFound and
+// kInvalidArgument name the path and the cause (no such directory, a
+// directory, not an SQLite database) before SQLite opens anything.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +49,7 @@ struct sqlite3;
 
 namespace colibri::reports {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // ./colibri-runs.db, or $COLIBRI_DB when set and non-empty.
 std::string DefaultDbPath();
@@ -114,6 +124,9 @@ class RunStore {
  public:
   struct Options {
     int busy_timeout_ms = 30000;
+    // Open an existing store for reading only (SQLITE_OPEN_READONLY): no
+    // migration, no journal change, nothing written; a missing file is kNotFound.
+    bool read_only = false;
     // Called inside FinishRun's transaction after each stage; a crash test
     // kills the process here. Empty in production.
     std::function<void(WriteStage)> on_write_stage;
@@ -146,6 +159,8 @@ class RunStore {
 
  private:
   RunStore(std::string path, sqlite3* db, Options options);
+  // kCorruption when a finished run's stored results do not match its checksum.
+  Status VerifyRun(int64_t run_id) const;
   std::string path_;
   sqlite3* db_;
   Options options_;
