@@ -10,7 +10,7 @@ PACKAGES=(
   liburing-dev libsqlite3-dev libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libcli11-dev
   clang libclang-rt-14-dev
-  libzstd-dev nlohmann-json3-dev libssl-dev
+  libzstd-dev nlohmann-json3-dev libssl-dev libxxhash-dev
   ccache libopenblas-dev fio zstd
   chromium python3
 )

@@ -1,5 +1,7 @@
 #include "colibri/engine/local_engine.h"
 
+#include "colibri/engine/block_check.h"
+
 namespace colibri::engine {
 namespace {
 
@@ -24,12 +26,15 @@ Result<std::unique_ptr<StorageBackend>> OpenStorage(const LocalEngineOptions& o,
 Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions& o) {
   auto e = std::make_unique<LocalEngine>();
   COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify));
-  COLIBRI_ASSIGN_OR_RETURN(e->storage, OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
+  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage,
+                           OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
+  e->storage = CheckBlocksOnRead(e->model, std::move(storage));  // e->model outlives it (declared first)
   if (!e->storage->warning().empty()) e->warning += (e->warning.empty() ? "" : "; ") + e->storage->warning();
-  if (!e->model.experts_verified() && o.verify == ModelVerify::kAuto) {
+  if (!e->model.experts_verified() && !e->model.has_block_digests() && o.verify == ModelVerify::kAuto) {
     e->warning += (e->warning.empty() ? "" : "; ") + e->model.config().experts_file.name + " (" +
                   std::to_string(e->model.config().experts_file.bytes) +
-                  " bytes) is above 1 GiB: not hashed at open (--verify full hashes it first)";
+                  " bytes) is above 1 GiB and this format 1 model has no block digests: not checked (--verify "
+                  "full hashes it at open)";
   }
   if (o.make_transfer) {
     COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.make_transfer(&e->loop));

@@ -4,26 +4,18 @@
 #include <cstring>
 #include <filesystem>
 
+#include "model_blocks.h"
+#include "colibri/bounded_echo.h"
+
 namespace colibri::engine::model_detail {
 namespace {
 
 constexpr char kExpertsMagic[8] = {'C', 'L', 'B', 'R', 'E', 'X', 'P', 'T'};
+constexpr uint32_t kExpertsFileVersion = 1;  // experts.bin's own version: unchanged by model format 2
 constexpr size_t kSha256HexChars = 64;
 
 uint64_t RoundUp(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
-void Put32(std::byte* at, uint32_t value) { std::memcpy(at, &value, 4); }
-void Put64(std::byte* at, uint64_t value) { std::memcpy(at, &value, 8); }
-uint32_t Get32(const std::byte* at) {
-  uint32_t value;
-  std::memcpy(&value, at, 4);
-  return value;
-}
-uint64_t Get64(const std::byte* at) {
-  uint64_t value;
-  std::memcpy(&value, at, 8);
-  return value;
-}
 
 uint64_t BlockCount(const ModelConfig& config) { return uint64_t{config.layers()} * config.experts; }
 
@@ -99,7 +91,7 @@ Result<ModelFile> ParseFile(const JsonObject& files, const std::string& key, uin
   }
   COLIBRI_ASSIGN_OR_RETURN(out.sha256, file.String("sha256"));
   if (out.sha256.size() != kSha256HexChars || out.sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return file.Error("sha256", "expected 64 lowercase hex digits, found '" + out.sha256.substr(0, 80) + "'");
+    return file.Error("sha256", "expected 64 lowercase hex digits, found '" + BoundedEcho(out.sha256) + "'");
   }
   return out;
 }
@@ -178,8 +170,10 @@ nlohmann::ordered_json ConfigToJson(const ModelConfig& c) {
   auto file = [](const ModelFile& f) {
     return nlohmann::ordered_json{{"name", f.name}, {"bytes", f.bytes}, {"sha256", f.sha256}};
   };
+  nlohmann::ordered_json files{{"experts", file(c.experts_file)}, {"gating", file(c.gating_file)}};
+  if (c.block_digests_file) files["block_digests"] = file(*c.block_digests_file);
   return nlohmann::ordered_json{{"format", kModelFormatName},
-                                {"format_version", kModelFormatVersion},
+                                {"format_version", c.block_digests_file ? kModelFormatVersion : 1},
                                 {"model_name", c.model_name},
                                 {"source", c.source},
                                 {"dtype", DTypeName(c.dtype)},
@@ -195,7 +189,7 @@ nlohmann::ordered_json ConfigToJson(const ModelConfig& c) {
                                 {"intermediate_multiple", c.intermediate_multiple},
                                 {"block_alignment", c.block_alignment},
                                 {"expert_block_bytes", c.layout.block_bytes},
-                                {"files", {{"experts", file(c.experts_file)}, {"gating", file(c.gating_file)}}}};
+                                {"files", files}};
 }
 
 Result<ModelConfig> ConfigFromJson(const Json& json, const std::string& where) {
@@ -207,10 +201,11 @@ Result<ModelConfig> ConfigFromJson(const Json& json, const std::string& where) {
   COLIBRI_ASSIGN_OR_RETURN(std::string format, o.String("format"));
   if (format != kModelFormatName) return o.Error("format", "'" + format + "', expected '" + kModelFormatName + "'");
   COLIBRI_ASSIGN_OR_RETURN(uint64_t version, o.Uint("format_version", 1, UINT32_MAX));
-  if (version != kModelFormatVersion) {
-    return Status::Unsupported(
-        o.Error("format_version", std::to_string(version) + ", this build reads " + std::to_string(kModelFormatVersion))
-            .message());
+  if (version < kModelFormatVersionOldest || version > kModelFormatVersion) {
+    return Status::Unsupported(o.Error("format_version", std::to_string(version) + ", this build reads " +
+                                                             std::to_string(kModelFormatVersionOldest) + ".." +
+                                                             std::to_string(kModelFormatVersion))
+                                   .message());
   }
   ModelConfig c;
   COLIBRI_ASSIGN_OR_RETURN(c.source, ParseSource(o));
@@ -225,11 +220,23 @@ Result<ModelConfig> ConfigFromJson(const Json& json, const std::string& where) {
   }
   const ModelSizes sizes = SizesOf(c);
   COLIBRI_ASSIGN_OR_RETURN(JsonObject files, o.Object("files"));
-  COLIBRI_RETURN_IF_ERROR(files.OnlyFields({"experts", "gating"}));
+  // Format 1 has no block digests; format 2 requires them.
+  if (version == 1) {
+    COLIBRI_RETURN_IF_ERROR(files.OnlyFields({"experts", "gating"}));
+  } else {
+    COLIBRI_RETURN_IF_ERROR(files.OnlyFields({"experts", "gating", "block_digests"}));
+  }
   COLIBRI_ASSIGN_OR_RETURN(c.experts_file, ParseFile(files, "experts", sizes.experts_bytes));
   COLIBRI_ASSIGN_OR_RETURN(c.gating_file, ParseFile(files, "gating", sizes.gating_bytes));
   if (c.experts_file.name == c.gating_file.name) {
     return o.Error("files", "experts and gating both name '" + c.gating_file.name + "'");
+  }
+  if (version >= 2) {
+    COLIBRI_ASSIGN_OR_RETURN(c.block_digests_file,
+                             ParseFile(files, "block_digests", BlockDigestsFileBytes(BlockCount(c))));
+    if (c.block_digests_file->name == c.experts_file.name || c.block_digests_file->name == c.gating_file.name) {
+      return o.Error("files", "block_digests shares the name '" + c.block_digests_file->name + "' with another file");
+    }
   }
   return c;
 }
@@ -266,7 +273,7 @@ std::vector<std::byte> EncodeExpertsHeader(const ModelConfig& config) {
   const uint64_t data_offset = SizesOf(config).experts_data_offset;
   std::vector<std::byte> bytes(data_offset);
   std::memcpy(bytes.data(), kExpertsMagic, sizeof(kExpertsMagic));
-  Put32(&bytes[8], kModelFormatVersion);
+  Put32(&bytes[8], kExpertsFileVersion);
   Put32(&bytes[12], config.layers());
   Put32(&bytes[16], config.experts);
   Put64(&bytes[24], config.layout.block_bytes);
@@ -301,8 +308,8 @@ Status CheckExpertsIndex(const ModelConfig& config, const ExpertsIndex& index) {
     return Status::Corruption(name + ": header says " + what + " " + std::to_string(found) + ", config.json " +
                               std::to_string(expected));
   };
-  if (index.format_version != kModelFormatVersion) {
-    return mismatch("format version", index.format_version, kModelFormatVersion);
+  if (index.format_version != kExpertsFileVersion) {
+    return mismatch("format version", index.format_version, kExpertsFileVersion);
   }
   if (index.layers != config.layers()) return mismatch("layers", index.layers, config.layers());
   if (index.experts != config.experts) return mismatch("experts", index.experts, config.experts);

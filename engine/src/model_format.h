@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,6 +27,20 @@ inline constexpr uint32_t kMaxDimension = 1u << 20;  // hidden, intermediate, in
 inline constexpr uint64_t kMaxBlockAlignment = 1ull << 30;
 inline constexpr uint64_t kMaxExpertsBytes = 1ull << 50;
 inline constexpr uint64_t kMaxGatingBytes = 16ull << 30;  // loaded in memory
+
+// Little-endian fields of the binary headers (the format's byte order is the host's on x86_64 and arm64).
+inline void Put32(std::byte* at, uint32_t value) { std::memcpy(at, &value, 4); }
+inline void Put64(std::byte* at, uint64_t value) { std::memcpy(at, &value, 8); }
+inline uint32_t Get32(const std::byte* at) {
+  uint32_t value;
+  std::memcpy(&value, at, 4);
+  return value;
+}
+inline uint64_t Get64(const std::byte* at) {
+  uint64_t value;
+  std::memcpy(&value, at, 8);
+  return value;
+}
 
 // Sizes a valid shape implies.
 struct ModelSizes {

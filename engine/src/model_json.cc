@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "model_io.h"
+#include "colibri/bounded_echo.h"
 
 namespace colibri::engine::model_detail {
 
@@ -27,10 +28,7 @@ Result<Json> ReadJsonFile(const std::string& path, uint64_t max_bytes) {
 std::string JsonSnippet(const Json& value) {
   if (value.is_array()) return "a list of " + std::to_string(value.size()) + " entries";
   if (value.is_object()) return "an object with " + std::to_string(value.size()) + " fields";
-  constexpr size_t kMaxChars = 40;
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
-  return text;
+  return BoundedEcho(value.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 Result<JsonObject> JsonObject::Of(const Json& json, std::string where, std::string prefix) {

@@ -11,8 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "model_blocks.h"
 #include "model_format.h"
 #include "model_io.h"
+#include "colibri/no_throw.h"
 
 namespace colibri::engine::model_detail {
 namespace {
@@ -55,7 +57,7 @@ Status ParallelFor(uint64_t count, const std::function<Status(uint64_t)>& fill) 
   std::vector<Status> statuses(count);
   std::atomic<uint64_t> next{0};
   auto work = [&] {
-    for (uint64_t i = next++; i < count; i = next++) statuses[i] = fill(i);
+    for (uint64_t i = next++; i < count; i = next++) statuses[i] = NoThrow([&] { return fill(i); });
   };
   const unsigned threads = std::clamp<unsigned>(std::thread::hardware_concurrency(), 1, kMaxThreads);
   std::vector<std::thread> pool;
@@ -102,13 +104,17 @@ std::string ExpertName(const ModelConfig& config, uint64_t block) {
          std::to_string(block % config.experts);
 }
 
-Result<ModelFile> WriteExperts(const ModelConfig& config, const ExpertFiller& fill, const std::string& path) {
+// Writes experts.bin and fills `digests` with each block's digest (hashed by
+// the thread that filled the block).
+Result<ModelFile> WriteExperts(const ModelConfig& config, const ExpertFiller& fill, const std::string& path,
+                               std::vector<uint64_t>* digests) {
   COLIBRI_ASSIGN_OR_RETURN(OutputFile file, OutputFile::Create(path));
   const std::vector<std::byte> header = EncodeExpertsHeader(config);
   COLIBRI_RETURN_IF_ERROR(file.Write(header.data(), header.size()));
   const uint64_t block_bytes = config.layout.block_bytes;
   const uint64_t blocks = uint64_t{config.layers()} * config.experts;
   const uint64_t per_chunk = std::clamp<uint64_t>(kChunkBytes / block_bytes, 1, blocks);
+  digests->assign(blocks, 0);
   // Two chunks: one is filled while the other is written (and hashed).
   std::vector<std::byte> chunks[2] = {std::vector<std::byte>(per_chunk * block_bytes),
                                       std::vector<std::byte>(per_chunk * block_bytes)};
@@ -121,11 +127,22 @@ Result<ModelFile> WriteExperts(const ModelConfig& config, const ExpertFiller& fi
       const uint64_t block = first + i;
       const auto layer_index = static_cast<uint32_t>(block / config.experts);
       const auto expert = static_cast<uint32_t>(block % config.experts);
-      return fill(config, layer_index, expert, chunk + i * block_bytes).WithPrefix(ExpertName(config, block));
+      std::byte* data = chunk + i * block_bytes;
+      COLIBRI_RETURN_IF_ERROR(fill(config, layer_index, expert, data).WithPrefix(ExpertName(config, block)));
+      (*digests)[block] = BlockDigest(data, block_bytes);
+      return Status::Ok();
     }));
     COLIBRI_RETURN_IF_ERROR(writer.Write(chunk, count * block_bytes));
   }
   COLIBRI_RETURN_IF_ERROR(writer.Wait());
+  return file.Close();
+}
+
+Result<ModelFile> WriteBlockDigests(const ModelConfig& config, const std::vector<uint64_t>& digests,
+                                    const std::string& path) {
+  COLIBRI_ASSIGN_OR_RETURN(OutputFile file, OutputFile::Create(path));
+  const std::vector<std::byte> bytes = EncodeBlockDigests(config, digests);
+  COLIBRI_RETURN_IF_ERROR(file.Write(bytes.data(), bytes.size()));
   return file.Close();
 }
 
@@ -149,6 +166,7 @@ Status CompleteConfig(ModelConfig* config) {
   config->layout = ExpertLayout::Make(config->dtype, config->hidden, config->intermediate, config->block_alignment);
   config->experts_file = ModelFile{kExpertsFileName, 0, ""};
   config->gating_file = ModelFile{kGatingFileName, 0, ""};
+  config->block_digests_file = ModelFile{kBlockDigestsFileName, 0, ""};
   return Status::Ok();
 }
 
@@ -174,7 +192,8 @@ namespace {
 // Refuses before writing when the file system cannot hold the model.
 Status CheckFreeSpace(const ModelConfig& config, const std::string& dir) {
   const ModelSizes sizes = SizesOf(config);
-  const uint64_t needed = sizes.experts_bytes + sizes.gating_bytes;
+  const uint64_t blocks = uint64_t{config.layers()} * config.experts;
+  const uint64_t needed = sizes.experts_bytes + sizes.gating_bytes + BlockDigestsFileBytes(blocks);
   const fs::path parent = fs::absolute(WithoutTrailingSlash(dir)).parent_path();
   std::error_code error;
   const fs::space_info space = fs::space(parent, error);
@@ -201,8 +220,11 @@ Result<ModelConfig> WriteModel(ModelConfig config, const ExpertFiller& fill_expe
   fs::remove_all(temp.path(), error);  // a stale one of a crashed run with our pid
   if (!fs::create_directories(temp.path(), error)) return FsError("cannot create " + temp.path().string(), error);
 
+  std::vector<uint64_t> digests;
   COLIBRI_ASSIGN_OR_RETURN(config.experts_file,
-                           WriteExperts(config, fill_expert, (temp.path() / kExpertsFileName).string()));
+                           WriteExperts(config, fill_expert, (temp.path() / kExpertsFileName).string(), &digests));
+  COLIBRI_ASSIGN_OR_RETURN(config.block_digests_file,
+                           WriteBlockDigests(config, digests, (temp.path() / kBlockDigestsFileName).string()));
   COLIBRI_ASSIGN_OR_RETURN(config.gating_file,
                            WriteGating(config, fill_gating, (temp.path() / kGatingFileName).string()));
   COLIBRI_RETURN_IF_ERROR(WriteTextFile((temp.path() / kConfigFileName).string(), ConfigToJson(config).dump(2) + "\n"));

@@ -13,6 +13,7 @@
 #include "colibri/engine/expert_cache.h"
 #include "colibri/replay/layer_batches.h"
 #include "colibri/traces/reader.h"
+#include "colibri/no_throw.h"
 
 namespace colibri::replay {
 namespace {
@@ -332,7 +333,7 @@ Result<std::vector<LabResult>> Sweep(const LabTrace& trace, const SweepOptions& 
   std::vector<Status> errors(runs.size());
   RunJobs(runs.size(), options.threads, [&](size_t i) {
     const LabTrace* profile = HasProfile(runs[i].prefetch) ? &profiles.at(runs[i].prefetch.profile_trace) : nullptr;
-    Result<LabResult> result = Simulate(trace, runs[i], next_use, profile);
+    Result<LabResult> result = NoThrow([&] { return Simulate(trace, runs[i], next_use, profile); });
     if (!result.ok()) {
       errors[i] = result.status();
       return false;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 
+#include "colibri/engine/block_check.h"
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/replay/hw_backends.h"
@@ -135,14 +136,16 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
       o.file_bytes = m.expert_offsets.back() + m.layout.block_bytes;
     }
     COLIBRI_ASSIGN_OR_RETURN(rig->storage, sim::MakeSimStorage(c.machine.nvme, o));
-    return Status::Ok();
+  } else {
+    engine::StorageOptions o;
+    o.clock = rig->loop.get();
+    o.queue_depth = c.queue_depth;
+    const std::string path = rig->model->experts_path();
+    COLIBRI_ASSIGN_OR_RETURN(rig->storage, c.storage == "uring" ? engine::OpenUringStorage(path, o)
+                                                                : engine::OpenPreadStorage(path, o));
   }
-  engine::StorageOptions o;
-  o.clock = rig->loop.get();
-  o.queue_depth = c.queue_depth;
-  const std::string path = rig->model->experts_path();
-  COLIBRI_ASSIGN_OR_RETURN(rig->storage,
-                           c.storage == "uring" ? engine::OpenUringStorage(path, o) : engine::OpenPreadStorage(path, o));
+  // Blocks that land in memory are checked when the model was not hashed whole at open.
+  if (rig->model) rig->storage = engine::CheckBlocksOnRead(*rig->model, std::move(rig->storage));
   return Status::Ok();
 }
 
@@ -218,7 +221,7 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   }
   engine::EngineModel model;
   if (!c.model_dir.empty()) {
-    COLIBRI_ASSIGN_OR_RETURN(rig->model, engine::OpenModel(c.model_dir, engine::ModelVerify::kAuto));
+    COLIBRI_ASSIGN_OR_RETURN(rig->model, engine::OpenModel(c.model_dir, c.model_verify));
     model = engine::EngineModelOf(*rig->model);
     rig->modelled_layout = "model " + c.model_dir;
   } else {
@@ -549,9 +552,7 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.trace.records = reader->records_read();
   out.trace.file_bytes = reader->file_bytes();
   if (out.trace.torn) {
-    out.warnings.push_back(c.trace_path + ": torn at byte offset " + std::to_string(out.trace.torn_at_byte) +
-                           " (--allow-torn): the figures cover its first " + std::to_string(out.trace.records) +
-                           " records only");
+    out.warnings.push_back(c.trace_path + ": " + traces::TornEnding(out.trace.torn_at_byte, out.trace.records));
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "colibri/reports/run_recording.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/importers.h"
+#include "colibri/traces/reader.h"
 
 namespace colibri::replay {
 namespace {
@@ -29,6 +30,7 @@ Json MachineJson(const sim::ResolvedMachine& m) {
 Json ConfigJson(const ReplayConfig& c) {
   return Json{{"trace", c.trace_path},
               {"model", c.model_dir},
+              {"model_verify", engine::ModelVerifyName(c.model_verify)},
               {"routing", c.routing == RoutingMode::kRecorded ? "recorded" : "recompute"},
               {"l1_bytes", c.l1_bytes},
               {"l2_bytes", c.l2_bytes},
@@ -126,9 +128,7 @@ reports::RunResults ReplayRunResults(const ReplayResult& r, const std::string& s
                {"clock", r.simulated ? "simulated" : "real"},
                {"modelled_layout", r.modelled_layout},
                {"summary_json", summary_json},
-               {"trace_ending", r.trace.torn ? "torn at byte offset " + std::to_string(r.trace.torn_at_byte) +
-                                                   ": its first " + std::to_string(r.trace.records) +
-                                                   " records only (--allow-torn)"
+               {"trace_ending", r.trace.torn ? traces::TornEnding(r.trace.torn_at_byte, r.trace.records)
                                              : std::string("complete")}};
   if (r.open_loop) out.distributions["queue_ns"] = r.queue_ns;
   return out;

@@ -7,6 +7,7 @@
 
 #include "colibri/traces/importers.h"
 #include "colibri/traces/stats.h"
+#include "colibri/no_throw.h"
 
 namespace colibri::reports {
 namespace {
@@ -80,6 +81,7 @@ Result<RunSummary> Summarize(const RunStore& store, int64_t run_id, const Compar
   SummarizeLoad(&r);
   if (!o.with_load_matrix) r.expert_load.clear();
   r.hit_rate = std::move(results.hit_rate);
+  if (const auto ending = results.texts.find("trace_ending"); ending != results.texts.end()) r.trace_ending = ending->second;
   return r;
 }
 
@@ -89,14 +91,14 @@ Result<std::vector<RunSummary>> SummarizeAll(const RunStore& store, const std::v
   std::vector<std::optional<Result<RunSummary>>> out(ids.size());
   Status second_open;
   std::thread helper([&] {
-    auto second = RunStore::Open(store.path());
+    auto second = NoThrow([&] { return RunStore::Open(store.path(), store.options()); });  // read-only if the first is
     if (!second.ok()) {
       second_open = second.status();
       return;
     }
-    for (size_t i = 1; i < ids.size(); i += 2) out[i] = Summarize(*second.value(), ids[i], o);
+    for (size_t i = 1; i < ids.size(); i += 2) out[i] = NoThrow([&] { return Summarize(*second.value(), ids[i], o); });
   });
-  for (size_t i = 0; i < ids.size(); i += 2) out[i] = Summarize(store, ids[i], o);
+  for (size_t i = 0; i < ids.size(); i += 2) out[i] = NoThrow([&] { return Summarize(store, ids[i], o); });
   helper.join();
   COLIBRI_RETURN_IF_ERROR(second_open);
   std::vector<RunSummary> runs;
@@ -358,6 +360,13 @@ Result<GateResult> RunGate(const RunStore& store, int64_t baseline, int64_t cand
                 g.regression_pct, o.max_p99_regression_pct,
                 b->second.low_confidence() || k->second.low_confidence() ? " [low confidence: < 100 samples]" : "");
   check(g.regression_pct <= o.max_p99_regression_pct, line);
+  // A run of a torn trace's prefix measured another workload than the whole trace.
+  for (const RunSummary* r : {&base, &cand}) {
+    if (r->trace_torn()) {
+      check(false, "trace: run " + std::to_string(r->info.run_id) + " replayed a torn trace, " + r->trace_ending +
+                       "; the gate compares runs of whole traces");
+    }
+  }
   if (o.require_identical_routing) {
     if (!cand.stability) return Status::InvalidArgument("--require-identical-routing: " + cand.stability_note);
     const RoutingStability& s = *cand.stability;

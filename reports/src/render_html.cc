@@ -198,7 +198,9 @@ std::string RenderHeader(const Comparison& c) {
   for (size_t i = 0; i < c.runs.size(); ++i) {
     const RunInfo& info = c.runs[i].info;
     out += "<tr><td>" + RunHeading(c, i) + "</td><td>" + OrDash(info.kind) + "</td><td class=\"path\" title=\"" +
-           Escape(info.trace_digest) + "\">" + OrDash(info.trace_path) + "</td><td>" + OrDash(info.backends) +
+           Escape(info.trace_digest) + "\">" + OrDash(info.trace_path) +
+           (c.runs[i].trace_torn() ? "<br><span class=\"warn\">" + Escape(c.runs[i].trace_ending) + "</span>" : "") +
+           "</td><td>" + OrDash(info.backends) +
            "</td><td class=\"num\">" + Int(info.seed) + "</td><td title=\"" + Escape(info.tool_version) + "\"><code>" +
            OrDash(info.git_commit) + "</code></td><td class=\"time\">" + OrDash(FormatUtcTime(info.started_at_ms)) + "</td></tr>";
   }
@@ -664,6 +666,7 @@ td.best strong{font-weight:700}
 .delta{display:block;font-size:12px}
 .better{color:#0072b2}.worse{color:#d55e00}.same{color:#777}
 .lowconf{color:#d55e00;font-weight:700;cursor:help}
+.warn{color:#d55e00;font-weight:700}
 .swatch{vertical-align:middle;margin-right:4px}
 .swatch line{stroke-width:3}
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px 24px}

@@ -98,6 +98,15 @@ std::string StabilityLines(const Comparison& c) {
   return out;
 }
 
+// One line per run that replayed a torn trace (--allow-torn): its numbers cover a prefix only.
+std::string TraceEndingLines(const Comparison& c) {
+  std::string out;
+  for (const RunSummary& r : c.runs) {
+    if (r.trace_torn()) out += "trace of #" + std::to_string(r.info.run_id) + ": " + r.trace_ending + "\n";
+  }
+  return out;
+}
+
 Json PercentilesJson(const Percentiles& p) {
   return Json{{"count", p.count},         {"min", p.min},   {"p50", p.p50}, {"p90", p.p90},
               {"p99", p.p99},             {"p999", p.p999}, {"max", p.max}, {"mean", p.mean},
@@ -148,7 +157,8 @@ Json RunJson(const RunSummary& r) {
               {"load", {{"cv_mean", r.load_cv_mean}, {"cv_max", r.load_cv_max}, {"gini_mean", r.load_gini_mean},
                         {"max_over_mean_max", r.load_max_over_mean_max}, {"layers", load}}},
               {"stability", r.stability ? StabilityJson(*r.stability) : Json(nullptr)},
-              {"stability_note", r.stability_note}};
+              {"stability_note", r.stability_note},
+              {"trace_ending", r.trace_ending.empty() ? Json(nullptr) : Json(r.trace_ending)}};
 }
 
 Json OptionalJson(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
@@ -177,7 +187,7 @@ std::string RenderTable(const Comparison& c) {
     }
     out += "\n";
   }
-  return out + StabilityLines(c) + Footnote();
+  return out + StabilityLines(c) + TraceEndingLines(c) + Footnote();
 }
 
 std::string RenderMarkdown(const Comparison& c) {
@@ -197,7 +207,7 @@ std::string RenderMarkdown(const Comparison& c) {
     }
     out += "\n";
   }
-  return out + "\n" + StabilityLines(c) + "\n" + Footnote();
+  return out + "\n" + StabilityLines(c) + TraceEndingLines(c) + "\n" + Footnote();
 }
 
 std::string RenderJson(const Comparison& c) {

@@ -627,9 +627,17 @@ RunStore::~RunStore() { sqlite3_close_v2(db_); }
 
 Result<std::unique_ptr<RunStore>> RunStore::Open(const std::string& path, Options options) {
   COLIBRI_RETURN_IF_ERROR(store_integrity::CheckStorePath(path, options.read_only));
+  bool immutable = false;
+  if (options.read_only) {
+    COLIBRI_ASSIGN_OR_RETURN(immutable, store_integrity::NeedsImmutableOpen(path));
+  } else {
+    COLIBRI_RETURN_IF_ERROR(store_integrity::CheckStoreWritable(path));
+  }
   sqlite3* handle = nullptr;
-  const int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  const int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
+  int flags = options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (immutable) flags |= SQLITE_OPEN_URI;  // nothing can write where the directory cannot be written
+  const std::string name = immutable ? store_integrity::ImmutableUri(path) : path;
+  const int rc = sqlite3_open_v2(name.c_str(), &handle, flags, nullptr);
   std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(handle, sqlite3_close_v2);
   if (rc != SQLITE_OK) {
     return Status::IoError(path + ": opening the run database: " +

@@ -2,6 +2,8 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -112,6 +114,71 @@ Status CheckStorePath(const std::string& path, bool must_exist) {
   return Status::Ok();
 }
 
+namespace {
+
+fs::path ParentOf(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+bool OnReadOnlyFileSystem(const fs::path& dir) {
+  struct statvfs info {};
+  return ::statvfs(dir.c_str(), &info) == 0 && (info.f_flag & ST_RDONLY) != 0;
+}
+
+// "" when `dir` can be written, else why not.
+std::string WhyNotWritable(const fs::path& dir) {
+  if (OnReadOnlyFileSystem(dir)) return "its file system is mounted read-only";
+  if (::access(dir.c_str(), W_OK) != 0) return std::string("its directory cannot be written (") + std::strerror(errno) + ")";
+  return "";
+}
+
+}  // namespace
+
+Status CheckStoreWritable(const std::string& path) {
+  const fs::path dir = ParentOf(path);
+  const std::string why = WhyNotWritable(dir);
+  if (!why.empty()) {
+    return Status::IoError(path + ": the run store cannot be written: " + why +
+                           " (SQLite also creates " + fs::path(path).filename().string() + "-wal and -shm in " +
+                           dir.string() + "); use --no-store, or --db on a writable file system");
+  }
+  std::error_code error;
+  if (fs::exists(path, error) && ::access(path.c_str(), W_OK) != 0) {
+    return Status::IoError(path + ": the run store cannot be written: the file is read-only (" + std::strerror(errno) +
+                           ")");
+  }
+  return Status::Ok();
+}
+
+Result<bool> NeedsImmutableOpen(const std::string& path) {
+  const std::string why = WhyNotWritable(ParentOf(path));
+  if (why.empty()) return false;
+  std::error_code error;
+  const std::string wal = path + "-wal";
+  if (fs::exists(wal, error) && fs::file_size(wal, error) > 0 && !error) {
+    return Status::IoError(path + ": cannot be read: " + why + ", and " + wal +
+                           " holds changes SQLite can only read with a writable directory; copy both files to a "
+                           "writable directory");
+  }
+  return true;
+}
+
+std::string ImmutableUri(const std::string& path) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string uri = "file:";
+  for (const unsigned char c : fs::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c >= 0x7f) {
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 0xf];
+    } else {
+      uri += static_cast<char>(c);
+    }
+  }
+  return uri + "?immutable=1";
+}
+
 Status QuickCheck(sqlite3* db, const std::string& path) {
   std::error_code error;
   const uint64_t bytes = fs::file_size(path, error);
@@ -120,6 +187,9 @@ Status QuickCheck(sqlite3* db, const std::string& path) {
   if (sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &stmt, nullptr) != SQLITE_OK) {
     const int code = sqlite3_errcode(db) & 0xff;
     if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return Status::Ok();  // another writer holds it
+    if (code != SQLITE_CORRUPT && code != SQLITE_NOTADB) {
+      return Status::IoError(path + ": PRAGMA quick_check: " + sqlite3_errmsg(db));
+    }
     return Status::Corruption(path + ": PRAGMA quick_check: " + sqlite3_errmsg(db) +
                               "; the database is damaged: nothing was written (move it aside or restore it)");
   }

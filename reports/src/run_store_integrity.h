@@ -30,8 +30,24 @@ Result<std::string> RunDigest(sqlite3* db, int64_t run_id);
 // a special file, or a file that is not an SQLite database.
 Status CheckStorePath(const std::string& path, bool must_exist);
 
+// Before opening for writing: kIoError naming the cause when the store
+// cannot be written -- its file system is mounted read-only, its directory
+// is not writable (SQLite creates <path>-wal and <path>-shm there), or the
+// file is read-only.
+Status CheckStoreWritable(const std::string& path);
+
+// How a reading command must open `path` (which exists): plainly, or -- when
+// its directory cannot be written (a read-only file system, no write
+// permission), so SQLite cannot create the WAL index beside it -- as an
+// immutable file. An error when the directory cannot be written and a
+// non-empty <path>-wal holds changes an immutable open would not see.
+Result<bool> NeedsImmutableOpen(const std::string& path);
+// The "file:...?immutable=1" URI of `path` (percent-escaped) for SQLITE_OPEN_URI.
+std::string ImmutableUri(const std::string& path);
+
 // PRAGMA quick_check (files up to kQuickCheckMaxBytes): kCorruption with
-// SQLite's first complaint when the database is malformed.
+// SQLite's first complaint when the database is malformed; kIoError when
+// SQLite cannot run it for another reason (the cause, not "damaged").
 Status QuickCheck(sqlite3* db, const std::string& path);
 
 }  // namespace colibri::reports::store_integrity

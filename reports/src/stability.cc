@@ -53,16 +53,12 @@ Status CheckSameShape(const TraceReader& baseline, const TraceReader& candidate)
   return Status::Ok();
 }
 
-// The next record; false at the end. A torn file fails in Next() (the reader
-// is opened without allow_torn): the figures would cover part of a run.
-Result<bool> NextWhole(TraceReader* reader, TraceRecord* record) { return reader->Next(record); }
-
 // Visits `record` when `more` and then every later record of `reader`.
 template <typename Visit>
 Status ForEachRest(TraceReader* reader, TraceRecord* record, bool more, Visit visit) {
   while (more) {
     visit(*record);
-    COLIBRI_ASSIGN_OR_RETURN(more, NextWhole(reader, record));
+    COLIBRI_ASSIGN_OR_RETURN(more, reader->Next(record));
   }
   return Status::Ok();
 }
@@ -143,10 +139,12 @@ Result<RoutingStability> CompareRouting(const std::string& baseline_trace, const
   const uint32_t top_k = baseline->header().shape.top_k;
   RoutingStability out;
   TraceRecord b, c;
+  // The readers are opened without allow_torn: a torn file fails in Next(),
+  // since the figures would cover part of a run.
   bool more_b = false, more_c = false;
   while (true) {
-    COLIBRI_ASSIGN_OR_RETURN(more_b, NextWhole(baseline.get(), &b));
-    COLIBRI_ASSIGN_OR_RETURN(more_c, NextWhole(candidate.get(), &c));
+    COLIBRI_ASSIGN_OR_RETURN(more_b, baseline->Next(&b));
+    COLIBRI_ASSIGN_OR_RETURN(more_c, candidate->Next(&c));
     if (!more_b || !more_c || !SameKeys(b, c)) break;
     CountRecord(b, top_k, [&](size_t t) { return RankedOf(c, t, top_k); }, &out);
   }

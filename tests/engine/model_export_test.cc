@@ -20,6 +20,7 @@ using model_detail::MatrixKind;
 using ::testing::HasSubstr;
 using testing_util::CheckpointBuilder;
 using testing_util::CheckpointShape;
+using testing_util::ExpertBlock;
 using testing_util::ReadBytes;
 using testing_util::ScratchDir;
 using testing_util::SourceTensor;
@@ -66,13 +67,6 @@ ExportOptions From(const std::string& checkpoint) {
   ExportOptions options;
   options.checkpoint_dir = checkpoint;
   return options;
-}
-
-std::vector<char> ExpertBlock(const Model& model, uint32_t layer_index, uint32_t expert) {
-  const std::vector<char> bytes = ReadBytes(model.experts_path());
-  const uint64_t offset = model.ExpertOffset(layer_index, expert);
-  return {bytes.begin() + static_cast<std::ptrdiff_t>(offset),
-          bytes.begin() + static_cast<std::ptrdiff_t>(offset + model.config().layout.block_bytes)};
 }
 
 // Calls check(source_row, decoded_row, cols) for every row of every expert

@@ -17,6 +17,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing_util::kAllDTypes;
+using testing_util::FindCheck;
 using testing_util::ReadBytes;
 using testing_util::ScratchDir;
 using testing_util::SmallShape;
@@ -27,13 +28,6 @@ std::vector<std::string> CheckNames(const VerifyReport& report) {
   std::vector<std::string> names;
   for (const ModelCheck& check : report.checks) names.push_back(check.name);
   return names;
-}
-
-const ModelCheck* FindCheck(const VerifyReport& report, const std::string& name) {
-  for (const ModelCheck& check : report.checks) {
-    if (check.name == name) return &check;
-  }
-  return nullptr;
 }
 
 TEST(ModelTest, SynthOpenVerifyEveryDtype) {
@@ -77,7 +71,8 @@ TEST(ModelTest, SynthOpenVerifyEveryDtype) {
     EXPECT_TRUE(report->ok());
     EXPECT_EQ(CheckNames(report.value()),
               (std::vector<std::string>{"config", "intermediate_alignment", "experts_size", "gating_size",
-                                        "block_alignment", "index", "experts_sha256", "gating_sha256"}));
+                                        "block_alignment", "index", "block_digests", "block_digests_sha256",
+                                        "experts_sha256", "blocks", "gating_sha256"}));
   }
 }
 
@@ -204,7 +199,7 @@ TEST(ModelTest, BadConfigFieldsGiveClearErrors) {
       {"file_bytes", [](auto& j) { j["files"]["experts"]["bytes"] = 1; }, "field 'files.experts.bytes': 1 but"},
       {"sha256", [](auto& j) { j["files"]["gating"]["sha256"] = "ABC"; }, "field 'files.gating.sha256'"},
       {"file_name", [](auto& j) { j["files"]["experts"]["name"] = "../x"; }, "field 'files.experts.name'"},
-      {"version", [](auto& j) { j["format_version"] = 2; }, "field 'format_version': 2, this build reads 1"},
+      {"version", [](auto& j) { j["format_version"] = 3; }, "field 'format_version': 3, this build reads 1..2"},
       {"source", [](auto& j) { j["source"]["seed"] = 1; }, "field 'source.seed': expected a string"},
       {"overflow",
        [](auto& j) {

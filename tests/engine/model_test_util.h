@@ -48,6 +48,11 @@ inline void WriteBytes(const std::string& path, const std::vector<char>& bytes) 
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+inline std::string ReadText(const std::string& path) {
+  const std::vector<char> bytes = ReadBytes(path);
+  return {bytes.begin(), bytes.end()};
+}
+
 inline void WriteText(const std::string& path, const std::string& text) {
   WriteBytes(path, std::vector<char>(text.begin(), text.end()));
 }
@@ -62,6 +67,22 @@ inline ModelConfig SmallShape(DType dtype) {
   shape.hidden = 64;
   shape.intermediate = 32;
   return shape;
+}
+
+// The stored bytes of one expert's block.
+inline std::vector<char> ExpertBlock(const Model& model, uint32_t layer_index, uint32_t expert) {
+  const std::vector<char> bytes = ReadBytes(model.experts_path());
+  const uint64_t offset = model.ExpertOffset(layer_index, expert);
+  return {bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+          bytes.begin() + static_cast<std::ptrdiff_t>(offset + model.config().layout.block_bytes)};
+}
+
+// The named check of a VerifyModel report, or null.
+inline const ModelCheck* FindCheck(const VerifyReport& report, const std::string& name) {
+  for (const ModelCheck& check : report.checks) {
+    if (check.name == name) return &check;
+  }
+  return nullptr;
 }
 
 inline constexpr DType kAllDTypes[] = {DType::kFp32, DType::kBf16, DType::kFp16, DType::kInt8};

@@ -1,6 +1,8 @@
 // The StorageBackend contract (storage_conformance.h) run against the real
 // backends, UringStorage and PreadStorage (add a factory to kBackends to
-// enroll another), and what only file-backed backends promise:
+// enroll another), and PreadStorage inside CheckBlocksOnRead (block_check.h;
+// its reads here are not whole model blocks, so they pass through), and what
+// only file-backed backends promise:
 //  - with direct_io off, reads need no alignment;
 //  - opening reports NotFound for a missing file and InvalidArgument for queue
 //    depth 0, a missing clock, a path that is not a file, bad registered buffers;
@@ -17,7 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "colibri/engine/block_check.h"
 #include "colibri/engine/storage.h"
+#include "model_test_util.h"
 #include "storage_conformance.h"
 
 namespace colibri::engine {
@@ -69,8 +73,39 @@ std::unique_ptr<StorageHarness> MakeRealHarness() {
   return std::make_unique<RealHarness<kOpen>>();
 }
 
+// PreadStorage wrapped by CheckBlocksOnRead for a small format 2 model whose
+// blocks (12 KiB) are not the suite's 16 KiB reads.
+class BlockCheckHarness final : public StorageHarness {
+ public:
+  BlockCheckHarness() {
+    const std::string dir = scratch_.Path("m");
+    const Status written = SynthModel(testing_util::SmallShape(DType::kBf16), 1, dir).status();
+    EXPECT_TRUE(written.ok()) << written.message();
+    auto model = OpenModel(dir, ModelVerify::kBlocks);
+    EXPECT_TRUE(model.ok()) << model.status().message();
+    if (model.ok()) model_ = std::move(model).value();
+  }
+  Result<std::unique_ptr<StorageBackend>> Open(const std::string& path, uint32_t queue_depth) override {
+    if (!model_.check_blocks_on_read()) return Status::Internal("the model did not open");
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage,
+                             OpenPreadStorage(path, OptionsOn(&clock_, queue_depth)));
+    StorageBackend* inner = storage.get();
+    std::unique_ptr<StorageBackend> wrapped = CheckBlocksOnRead(model_, std::move(storage));
+    if (wrapped.get() == inner) return Status::Internal("CheckBlocksOnRead did not wrap");
+    return wrapped;
+  }
+
+ private:
+  testing_util::ScratchDir scratch_;
+  Model model_;
+  MonotonicClock clock_;
+};
+
+std::unique_ptr<StorageHarness> MakeBlockCheckHarness() { return std::make_unique<BlockCheckHarness>(); }
+
 const StorageHarnessFactory kHarnesses[] = {{"uring", &MakeRealHarness<&OpenUringStorage>},
-                                            {"pread", &MakeRealHarness<&OpenPreadStorage>}};
+                                            {"pread", &MakeRealHarness<&OpenPreadStorage>},
+                                            {"pread_block_check", &MakeBlockCheckHarness}};
 
 INSTANTIATE_TEST_SUITE_P(Backends, StorageConformanceTest, ::testing::ValuesIn(kHarnesses), conformance::HarnessName);
 

@@ -133,6 +133,38 @@ TEST_F(CompareTest, IncompleteAndUnknownRunsAreRefused) {
   EXPECT_EQ(BuildComparison(*store_, {done, done}, CompareOptions{}).status().code(), StatusCode::kInvalidArgument);
 }
 
+// A run of a torn trace's prefix (replay --allow-torn) says so in every
+// rendering, and the gate refuses it.
+TEST_F(CompareTest, ATornTraceIsShownAndFailsTheGate) {
+  RunResults whole = MakeResults(1000, 200, {5, 5});
+  whole.texts["trace_ending"] = "complete";
+  RunResults torn = MakeResults(1000, 200, {5, 5});
+  const std::string ending = "torn at byte offset 100000: its first 412 records only (--allow-torn)";
+  torn.texts["trace_ending"] = ending;
+  const int64_t base = Store(whole), cand = Store(torn), plain = Store(MakeResults(1000, 200, {5, 5}));
+  auto c = BuildComparison(*store_, {base, cand, plain}, CompareOptions{});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const std::string line = "trace of #" + std::to_string(cand) + ": " + ending;
+  EXPECT_NE(RenderTable(*c).find(line), std::string::npos) << RenderTable(*c);
+  EXPECT_NE(RenderMarkdown(*c).find(line), std::string::npos);
+  EXPECT_EQ(RenderTable(*c).find("trace of #" + std::to_string(base)), std::string::npos);
+  EXPECT_NE(RenderHtml(*c).find(ending), std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(RenderJson(*c));
+  EXPECT_EQ(j["runs"][0]["trace_ending"], "complete");
+  EXPECT_EQ(j["runs"][1]["trace_ending"], ending);
+  EXPECT_TRUE(j["runs"][2]["trace_ending"].is_null());  // not recorded
+
+  auto passed = RunGate(*store_, base, plain, GateOptions{});
+  ASSERT_TRUE(passed.ok()) << passed.status().message();
+  EXPECT_TRUE(passed->pass);
+  auto refused = RunGate(*store_, base, cand, GateOptions{});
+  ASSERT_TRUE(refused.ok()) << refused.status().message();
+  EXPECT_FALSE(refused->pass);
+  ASSERT_EQ(refused->reasons.size(), 1u);
+  EXPECT_EQ(refused->reasons[0], "trace: run " + std::to_string(cand) + " replayed a torn trace, " + ending +
+                                     "; the gate compares runs of whole traces");
+}
+
 TEST_F(CompareTest, BootstrapIntervalBracketsTheP99) {
   const int64_t a = Store(MakeResults(1000, 1000, {1}));
   CompareOptions o;

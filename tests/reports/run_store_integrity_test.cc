@@ -1,8 +1,12 @@
 // The run store's defences (run_store_integrity.h): a changed value in a
 // finished run is refused by its checksum; random byte flips never return
 // altered figures; a damaged file is refused before anything is written;
-// reading opens read-only; paths that are not run stores are named.
+// reading opens read-only; paths that are not run stores are named; a store
+// on a read-only file system or in a directory the user cannot write is read
+// (immutable) and refused for writing with the cause.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <random>
@@ -115,6 +119,53 @@ TEST_F(RunStoreIntegrityTest, ReadingOpensReadOnly) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_TRUE(Contains(missing.status().message(), "no such run store")) << missing.status().message();
   EXPECT_FALSE(std::filesystem::exists(Path("missing.db")));
+}
+
+// A store SQLite cannot create its WAL index beside: listed and read
+// (immutable), refused for writing naming the cause, never called damaged.
+void ExpectReadableNotWritable(const std::string& path, int64_t id, const std::string& cause) {
+  RunStore::Options read_only;
+  read_only.read_only = true;
+  auto reader = RunStore::Open(path, read_only);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  EXPECT_EQ((*reader)->List()->size(), 1u);
+  EXPECT_TRUE((*reader)->Results(id).ok());
+  auto writer = RunStore::Open(path);
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().code(), StatusCode::kIoError);
+  EXPECT_TRUE(Contains(writer.status().message(), path + ": the run store cannot be written: " + cause))
+      << writer.status().message();
+  EXPECT_FALSE(Contains(writer.status().message(), "damaged")) << writer.status().message();
+}
+
+TEST_F(RunStoreIntegrityTest, AReadOnlyFileSystemIsReadAndRefusedForWriting) {
+  const std::string mount_point = Path("ro");
+  std::filesystem::create_directories(mount_point);
+  if (::geteuid() != 0 || ::mount("none", mount_point.c_str(), "tmpfs", 0, "size=16m") != 0) {
+    GTEST_SKIP() << "mounting a tmpfs needs root (and a kernel that allows it here)";
+  }
+  const std::string path = mount_point + "/runs.db";
+  const int64_t id = OneRun(path);
+  ASSERT_EQ(::mount("none", mount_point.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0) << std::strerror(errno);
+  ExpectReadableNotWritable(path, id, "its file system is mounted read-only");
+  EXPECT_EQ(::umount(mount_point.c_str()), 0) << std::strerror(errno);
+}
+
+TEST_F(RunStoreIntegrityTest, ADirectoryTheUserCannotWriteIsReadAndRefusedForWriting) {
+  const std::string dir = Path("locked");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/runs.db";
+  const int64_t id = OneRun(path);
+  ASSERT_EQ(::chmod(dir.c_str(), 0555), 0);
+  ASSERT_EQ(::chmod(Path("").c_str(), 0755), 0);
+  // Root writes anywhere: check as an unprivileged user in a child.
+  const int status = RunChild([&] {
+    if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) return 3;
+    ExpectReadableNotWritable(path, id, "its directory cannot be written (Permission denied)");
+    return ::testing::Test::HasFailure() ? 1 : 0;
+  });
+  EXPECT_TRUE(ExitedZero(status)) << "the child's checks failed (exit " << WEXITSTATUS(status) << ")";
+  ::chmod(dir.c_str(), 0755);
 }
 
 TEST_F(RunStoreIntegrityTest, PathsThatAreNotRunStoresAreNamed) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
 
@@ -35,6 +36,23 @@ TEST_F(BadInputCliTest, IntegersAreNeverClampedOrWrapped) {
                 "--max-arrivals: '-1' is not a non-negative integer");
   ExpectRefused(Colibri("replay " + kSampleTrace + " --hidden 4294967295 --hw h100-p5800x-gen5"),
                 "--hidden: Value 4294967295 not in range 1 to 1048576");
+}
+
+// Range errors name the rule, not a bound of 309 digits (CLI11's own
+// PositiveNumber printed DBL_MAX in full).
+TEST_F(BadInputCliTest, RangeMessagesAreHumanSized) {
+  const std::string synth = "trace synth --model-config " + kQwenConfig + " -o " + dir_.File("s.ctrace");
+  for (const auto& [flags, says] : {std::pair{" --requests 0", "--requests: '0' is not a positive number"},
+                                    std::pair{" --time-scale -2", "--time-scale: '-2' is not a positive number"},
+                                    std::pair{" --zipf -0.5", "--zipf: '-0.5' is not a number >= 0"}}) {
+    const std::string command = std::string(flags).find("time-scale") != std::string::npos
+                                    ? "replay " + kSampleTrace + " --hidden 2048 --hw h100-p5800x-gen5 --pacing open" + flags
+                                    : synth + flags;
+    const Outcome refused = Colibri(command);
+    ExpectRefused(refused, says);
+    EXPECT_LT(refused.err.size(), 400u) << refused.err;
+    EXPECT_EQ(refused.err.find("179769"), std::string::npos) << refused.err;
+  }
 }
 
 TEST_F(BadInputCliTest, FloatsMustBeFinite) {
@@ -121,6 +139,27 @@ TEST_F(BadInputCliTest, AChangedModelIsRefusedAtOpen) {
   }
   // --verify none is the user's explicit choice.
   EXPECT_EQ(Colibri(run + experts + " --verify none").exit_code, 0);
+
+  // Checked block by block as blocks are read (what a model above 1 GiB gets
+  // under auto): one changed byte in every block, so whichever block a run
+  // reads first is refused, named by layer and expert.
+  const std::string every_block = damaged("every-block", [&](const std::string& d) {
+    const auto config = nlohmann::json::parse(traces::testing::ReadFileBytes(d + "/config.json"));
+    const uint64_t block_bytes = config["expert_block_bytes"], blocks = 2 * 8, first = 4096;
+    std::string bytes = traces::testing::ReadFileBytes(d + "/experts.bin");
+    ASSERT_EQ(bytes.size(), first + blocks * block_bytes);
+    for (uint64_t block = 0; block < blocks; ++block) bytes[first + block * block_bytes + 17] ^= 0x04;
+    traces::testing::WriteFileBytes(d + "/experts.bin", bytes);
+  });
+  for (const std::string& command : {run + every_block, replay + every_block}) {
+    const Outcome refused = Colibri(command + " --verify blocks");
+    EXPECT_EQ(refused.exit_code, 1) << command << ": " << refused.err;
+    EXPECT_NE(refused.err.find("experts.bin: layer index "), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("reads as xxh3 0x"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("experts.xxh3 records 0x"), std::string::npos) << refused.err;
+  }
+  EXPECT_EQ(Colibri(run + model + " --verify blocks").exit_code, 0);
+  EXPECT_EQ(Colibri(replay + model + " --verify blocks").exit_code, 0);
 }
 
 }  // namespace

@@ -156,6 +156,10 @@ TEST(SwitchJsonTest, BadInputsNameFileAndLocation) {
   ExpectErrorMentions(with([](Json& j) { j["selections"][4].erase(0); }), {"selections[4]", "6 layer entries"});
   ExpectErrorMentions(with([](Json& j) { j["tokens"] = 300; }), {path, "'tokens' says 300"});
   ExpectErrorMentions(with([](Json& j) { j.erase("topK"); }), {path, "'topK': missing"});
+  // A 20 MB value is echoed as its first 80 bytes and its length.
+  const ImportOptions huge = with([](Json& j) { j["topK"] = std::string(20 << 20, 'k'); });
+  ExpectErrorMentions(huge, {"'topK'", "... (20971522 bytes)"});
+  EXPECT_LT(ImportError(huge).size(), 1000u) << "an unbounded echo";
   WriteFileBytes(path, ReadFileBytes(kSwitchTrace).substr(0, 500));
   ExpectErrorMentions(SwitchOptions(path), {path, "byte ", "invalid JSON"});
   WriteFileBytes(path, "");

@@ -129,6 +129,11 @@ TEST(MoeBeyondCsvTest, BadRowsNameFileAndLine) {
     EXPECT_NE(message.find("bad.csv"), std::string::npos) << message;
   }
   EXPECT_NE(ErrorFor(dir, good_row, false).find("bad.csv:1: header '1,0,a,[1, 2, 3, 4, 5, 6]'"), std::string::npos);
+  // A 20 MB field is echoed as its first 80 bytes and its length.
+  const std::string huge = ErrorFor(dir, good_row + "1,0,b,\"" + std::string(20 << 20, '[') + "\"\n");
+  EXPECT_NE(huge.find("Activated Expert IDs '[[[["), std::string::npos) << huge.substr(0, 300);
+  EXPECT_NE(huge.find("... (20971520 bytes)'"), std::string::npos) << huge.substr(0, 300);
+  EXPECT_LT(huge.size(), 1000u) << "an unbounded echo";
   WriteFileBytes(path, "");
   EXPECT_NE(ErrorFor(dir, "", false).find("bad.csv: empty file"), std::string::npos);
 }

@@ -126,6 +126,22 @@ void AddAllowTornFlag(CLI::App* command, bool* allow_torn) {
                     "records the truncation");
 }
 
+void AddModelVerifyFlag(CLI::App* command, std::string* verify) {
+  command
+      ->add_option("--verify", *verify,
+                   "How the model's bytes are checked: auto (experts.bin hashed at open up to 1 GiB, above that "
+                   "each block as it is read), blocks (each block as it is read), full (all at open), none")
+      ->check(CLI::IsMember({"auto", "blocks", "full", "none"}))
+      ->capture_default_str();
+}
+
+engine::ModelVerify ToModelVerify(const std::string& verify) {
+  for (engine::ModelVerify mode : {engine::ModelVerify::kNone, engine::ModelVerify::kBlocks, engine::ModelVerify::kFull}) {
+    if (verify == engine::ModelVerifyName(mode)) return mode;
+  }
+  return engine::ModelVerify::kAuto;
+}
+
 Json TraceEndingJson(bool torn, uint64_t torn_at_byte, uint64_t records) {
   return Json{{"complete", !torn}, {"records", records}, {"torn_at_byte", torn ? Json(torn_at_byte) : Json(nullptr)}};
 }
@@ -175,6 +191,25 @@ void StrictNumbersIn(CLI::App* app) {
 }  // namespace
 
 void ApplyStrictNumbers(CLI::App* app) { StrictNumbersIn(app); }
+
+namespace {
+
+CLI::Validator SignValidator(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) {
+        std::string error = CheckFinite(text);
+        if (!error.empty()) return error;
+        const double value = std::strtod(text.c_str(), nullptr);
+        if (value > 0 || (zero_allowed && value == 0)) return std::string();
+        return "'" + BoundedEcho(text) + "' is not " + (zero_allowed ? "a number >= 0" : "a positive number");
+      },
+      zero_allowed ? ">= 0" : "> 0", zero_allowed ? "NONNEGATIVE" : "POSITIVE");
+}
+
+}  // namespace
+
+CLI::Validator PositiveNumber() { return SignValidator(false); }
+CLI::Validator NonNegativeNumber() { return SignValidator(true); }
 
 Json ToJson(const TraceOutputFlags& flags) {
   return Json{{"compress", flags.compress}, {"zstd_level", flags.zstd_level}};

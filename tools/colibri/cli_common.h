@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "colibri/bench/harness.h"
+#include "colibri/engine/model.h"
 #include "colibri/status.h"
 #include "colibri/traces/writer.h"
 
@@ -34,6 +35,11 @@ Result<uint64_t> ParseDurationNs(const std::string& text);
 // CLI11 transformers that validate and canonicalise size/duration flags.
 CLI::Validator SizeValidator();
 CLI::Validator DurationValidator();
+// A finite number > 0 (>= 0): CLI11's PositiveNumber/NonNegativeNumber with
+// messages of human size ("'-1' is not a positive number", not a bound of
+// 309 digits).
+CLI::Validator PositiveNumber();
+CLI::Validator NonNegativeNumber();
 
 // Makes every integer and floating-point option of `app` and its
 // subcommands strict: an integer is decimal digits (a '-' only for signed
@@ -61,6 +67,11 @@ void AddAllowTornFlag(CLI::App* command, bool* allow_torn);
 // {"complete": bool, "records": N, "torn_at_byte": offset or null}: how the
 // trace a run read ended, for its JSON and the run store.
 Json TraceEndingJson(bool torn, uint64_t torn_at_byte, uint64_t records);
+
+// --verify auto|blocks|full|none on a command that reads a model's weights
+// (engine::ModelVerify), default auto; ToModelVerify maps the checked text.
+void AddModelVerifyFlag(CLI::App* command, std::string* verify);
+engine::ModelVerify ToModelVerify(const std::string& verify);
 
 // Writes `bytes` to stdout (empty path) or to `path` through a temporary file
 // and a rename, so a failed write leaves no partial file; says so on stderr.

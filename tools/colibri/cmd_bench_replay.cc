@@ -133,16 +133,16 @@ void AddBenchReplayCommand(CLI::App* bench, int* exit_code) {
       ->capture_default_str()
       ->excludes(trace);
   cmd->add_option("--concurrency", o.concurrency, "Requests decoded together in one pass (layer batch)")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str()
       ->excludes(trace);
   cmd->add_option("--prompt-tokens", o.prompt_tokens, "Prompt tokens per request")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str()
       ->excludes(trace);
   cmd->add_option("--output-tokens", o.output_tokens, "Decode steps per request")->capture_default_str()->excludes(trace);
   cmd->add_option("--zipf", o.zipf_s, "Zipf exponent of expert popularity per layer")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeNumber())
       ->capture_default_str()
       ->excludes(trace);
   cmd->add_option("--decode-reuse", o.decode_reuse, "Probability that a decode slot keeps the previous token's expert")

@@ -16,6 +16,7 @@
 #include "colibri/replay/cache_lab.h"
 #include "colibri/reports/curves_html.h"
 #include "colibri/reports/latency_json.h"
+#include "colibri/traces/reader.h"
 #include "commands.h"
 
 namespace colibri::cli {
@@ -125,8 +126,7 @@ std::string CliffWarning(const SweepFlags& f, const replay::SweepOptions& o, uin
 Result<Json> Sweep(const SweepFlags& f) {
   COLIBRI_ASSIGN_OR_RETURN(const replay::LabTrace trace, replay::LoadLabTrace(f.trace, f.allow_torn));
   if (trace.torn) {
-    std::cerr << "colibri: warning: " << f.trace << ": torn at byte offset " << trace.torn_at_byte
-              << " (--allow-torn): the sweep covers its first " << trace.records << " records only\n";
+    std::cerr << "colibri: warning: " << f.trace << ": " << traces::TornEnding(trace.torn_at_byte, trace.records) << "\n";
   }
   COLIBRI_ASSIGN_OR_RETURN(const replay::SweepOptions options, Options(f, trace));
   const std::string warning = CliffWarning(f, options, trace.token_cycle_bytes);

@@ -44,7 +44,9 @@ Json ModelJson(const ModelConfig& c) {
               {"experts_bytes", c.experts_file.bytes},
               {"gating_bytes", c.gating_file.bytes},
               {"experts_sha256", c.experts_file.sha256},
-              {"gating_sha256", c.gating_file.sha256}};
+              {"gating_sha256", c.gating_file.sha256},
+              {"format_version", c.block_digests_file ? engine::kModelFormatVersion : 1},
+              {"block_digests_sha256", c.block_digests_file ? Json(c.block_digests_file->sha256) : Json()}};
 }
 
 std::string ModelLine(const ModelConfig& c) {
@@ -147,19 +149,19 @@ void AddSynth(CLI::App* model, int* exit_code) {
   cmd->add_option("--layers", f->layers, "MoE layers (0 = all of --like's, or 4 without --like)")
       ->capture_default_str();
   cmd->add_option("--experts", f->experts, "Routed experts per layer")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str()
       ->excludes(like);
   cmd->add_option("--top-k", f->top_k, "Experts per token")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str()
       ->excludes(like);
   cmd->add_option("--hidden", f->hidden, "Hidden size H")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str()
       ->excludes(like);
   cmd->add_option("--intermediate", f->intermediate, "Expert intermediate size I")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str()
       ->excludes(like);
   cmd->add_flag("--norm-topk-prob", f->norm_topk_prob, "Renormalise the top-k probabilities")->excludes(like);
@@ -169,7 +171,7 @@ void AddSynth(CLI::App* model, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--intermediate-multiple", f->intermediate_multiple,
                   "Alignment rule recorded in the model: I must be a multiple of this")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str();
   cmd->add_option("-o,--output", f->output, "Output model directory (absent or empty)")->required();
   cmd->add_flag("--json", f->json, "Print the result as one JSON document on stdout");
@@ -234,7 +236,7 @@ void AddExport(CLI::App* model, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--pad-intermediate", f->pad_intermediate,
                   "Zero-pad I to a multiple of this (e.g. 256); recorded as the model's alignment rule")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str();
   cmd->add_option("--layers", f->layers, "Export only the first N MoE layers (0 = all)")->capture_default_str();
   cmd->add_option("--expert-capacity", f->expert_capacity, "Tokens per expert per layer batch (0 = unlimited)")
@@ -361,6 +363,38 @@ void AddVerify(CLI::App* model, int* exit_code) {
   cmd->callback([f, exit_code] { *exit_code = RunVerify(*f); });
 }
 
+// --- upgrade ---------------------------------------------------------------
+
+struct UpgradeFlags {
+  std::string model;
+  bool json = false;
+};
+
+int RunUpgrade(const UpgradeFlags& f) {
+  const Stopwatch watch;
+  auto upgraded = engine::UpgradeModel(f.model);
+  if (!upgraded.ok()) return Fail(upgraded.status());
+  const ModelConfig& c = upgraded.value();
+  if (f.json) {
+    PrintJson(Json{{"config", {{"model", f.model}}}, {"model", ModelJson(c)}, {"elapsed_s", watch.ElapsedS()}});
+  } else {
+    std::cerr << "upgraded " << f.model << " to format " << engine::kModelFormatVersion << ": "
+              << c.block_digests_file->name << " holds " << uint64_t{c.layers()} * c.experts
+              << " block digests (experts.bin and gating.bin verified first, unchanged), in " << watch.ElapsedS()
+              << " s\n";
+  }
+  return kExitOk;
+}
+
+void AddUpgrade(CLI::App* model, int* exit_code) {
+  auto f = std::make_shared<UpgradeFlags>();
+  CLI::App* cmd = model->add_subcommand(
+      "upgrade", "Add block digests to a format 1 model in place (format 2: each block checked as it is read)");
+  cmd->add_option("--model", f->model, "Model directory")->required();
+  cmd->add_flag("--json", f->json, "Print the result as one JSON document on stdout");
+  cmd->callback([f, exit_code] { *exit_code = RunUpgrade(*f); });
+}
+
 }  // namespace
 
 void AddModelCommands(CLI::App* model, int* exit_code) {
@@ -368,6 +402,7 @@ void AddModelCommands(CLI::App* model, int* exit_code) {
   AddExport(model, exit_code);
   AddQuantize(model, exit_code);
   AddVerify(model, exit_code);
+  AddUpgrade(model, exit_code);
 }
 
 }  // namespace colibri::cli

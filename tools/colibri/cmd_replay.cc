@@ -23,6 +23,7 @@
 #include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
+#include "colibri/no_throw.h"
 
 namespace colibri::cli {
 namespace {
@@ -34,6 +35,7 @@ struct ReplayFlags {
   std::string hw_nvme, hw_pcie, hw_compute;
   std::vector<std::string> hw_files;
   std::string model_dir;
+  std::string verify = "auto";
   std::string l1_bytes = "0";
   std::string l2_bytes = "0";
   std::string policy = "lru";
@@ -173,6 +175,7 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.trace_path = f.trace;
   c.allow_torn = f.allow_torn;
   c.model_dir = f.model_dir;
+  c.model_verify = ToModelVerify(f.verify);
   c.storage = f.storage;
   CopyHwFlags(f.hw, &c);
   COLIBRI_ASSIGN_OR_RETURN(c.routing, replay::ParseRoutingMode(f.routing));
@@ -272,7 +275,7 @@ Result<Json> RunAll(const std::vector<replay::ReplayConfig>& configs, uint32_t j
   size_t done = 0;
   auto worker = [&] {
     for (size_t i = next++; i < configs.size(); i = next++) {
-      results[i] = RunOne(configs[i], i, storage);
+      results[i] = NoThrow([&] { return RunOne(configs[i], i, storage); });
       const std::lock_guard<std::mutex> lock(progress_mutex);
       progress.Update(++done, configs.size());
     }
@@ -365,6 +368,7 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--hw-compute", f->hw_compute, "Replace the machines' compute device (an id)");
   cmd->add_option("--hw-file", f->hw_files, "Extra profile files (components or machines)");
   cmd->add_option("--model", f->model_dir, "Model directory (needed by real backends)");
+  AddModelVerifyFlag(cmd, &f->verify);
   cmd->add_option("--l1-bytes", f->l1_bytes, "L1 (device) budget, 0 = off")->transform(SizeValidator())->capture_default_str();
   cmd->add_option("--l2-bytes", f->l2_bytes, "L2 (host) budget, 0 = off")->transform(SizeValidator())->capture_default_str();
   cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember(engine::CachePolicyNames()))->capture_default_str();
@@ -394,7 +398,7 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--arrivals", f->arrivals, "Request-arrival trace (Azure CSV, Mooncake JSONL): open loop")
       ->check(CLI::ExistingFile);
   cmd->add_option("--time-scale", f->time_scale, "Open loop: arrivals come this many times as fast")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str();
   cmd->add_flag("--repeat", f->repeat, "Open loop: cycle the trace's requests to cover every arrival");
   cmd->add_option("--max-arrivals", f->max_arrivals, "Open loop: only the first N arrivals (0 = all)")->capture_default_str();

@@ -129,7 +129,7 @@ void AddGate(CLI::App* report, int* exit_code) {
   cmd->add_flag("--require-identical-routing", f->options.require_identical_routing,
                 "Fail unless every (request, token, layer) routing decision equals the baseline's");
   cmd->add_option("--max-load-cv", f->max_load_cv, "Fail when the candidate's mean per-layer load CV exceeds this")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeNumber());
   AddDbFlag(cmd, &f->store);
   cmd->add_flag("--json", f->json, "Print the verdict as JSON on stdout");
   cmd->callback([f, exit_code] { *exit_code = EmitGate(*f); });

@@ -229,7 +229,7 @@ void AddStabilityCommand(CLI::App* route, int* exit_code) {
                                        "gauss:SIGMA (add N(0, SIGMA^2), absolute)")
       ->capture_default_str();
   cmd->add_option("--tau", f->tau, "A baseline decision whose selection margin is below this is a near-tie")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeNumber())
       ->capture_default_str();
   cmd->add_flag("--load-aware", f->load_aware, "Route load-aware (token window), and report the redirected fraction");
   cmd->add_option("--load-window-tokens", f->load_window_tokens, "Load-aware window, in tokens")->capture_default_str();

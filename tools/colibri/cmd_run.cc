@@ -62,9 +62,7 @@ struct RunFlags {
 Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   replay::LocalRunOptions o;
   o.model_dir = f.model_dir;
-  o.verify = f.verify == "full" ? engine::ModelVerify::kFull
-             : f.verify == "none" ? engine::ModelVerify::kNone
-                                  : engine::ModelVerify::kAuto;
+  o.verify = ToModelVerify(f.verify);
   o.force = f.force;
   o.requests = f.requests;
   o.prefill_tokens = f.prefill;
@@ -297,10 +295,7 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--vocab", f->vocab, "Vocabulary of the seeded token ids (Zipf distributed)")
       ->check(CLI::Range(1u, 1u << 24))
       ->capture_default_str();
-  cmd->add_option("--verify", f->verify,
-                  "The model's SHA-256s at open: auto (gating.bin always, experts.bin up to 1 GiB), full, none")
-      ->check(CLI::IsMember({"auto", "full", "none"}))
-      ->capture_default_str();
+  AddModelVerifyFlag(cmd, &f->verify);
   cmd->add_option("--record", f->record, "Record every layer's routing to this trace file");
   cmd->add_flag("--record-logits", f->record_logits, "Record raw router logits (with --record)");
   cmd->add_flag("--record-hidden", f->record_hidden, "Record the router inputs, fp32 (with --record)");

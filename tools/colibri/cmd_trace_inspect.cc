@@ -102,9 +102,9 @@ Json ProvenanceJson(const traces::Provenance& p) {
               {"notes", p.notes}};
 }
 
-void WarnTruncated(const std::string& file, uint64_t offset) {
-  std::cerr << "colibri: warning: " << file << " is torn at byte offset " << offset
-            << " (--allow-torn); figures cover the whole records before it\n";
+void WarnTruncated(const std::string& file, const traces::TraceStats& stats) {
+  std::cerr << "colibri: warning: " << file << ": " << traces::TornEnding(stats.truncated_at_offset, stats.records)
+            << "\n";
 }
 
 uint64_t FileBytes(const std::string& path) {
@@ -219,7 +219,7 @@ int RunInspect(const FileFlags& f) {
   if (!stats.ok()) return Fail(stats.status());
   auto census = TakeCensus(f.file, f.allow_torn);
   if (!census.ok()) return Fail(census.status());
-  if (stats->truncated) WarnTruncated(f.file, stats->truncated_at_offset);
+  if (stats->truncated) WarnTruncated(f.file, stats.value());
   const Json doc = InspectJson(f, header.value(), stats.value(), census.value());
   if (f.json) {
     PrintJson(doc);
@@ -380,7 +380,7 @@ void PrintStatsText(const traces::TraceStats& s) {
 int RunStats(const FileFlags& f) {
   auto stats = traces::ComputeTraceStats(f.file, traces::ReadOptions{.allow_torn = f.allow_torn});
   if (!stats.ok()) return Fail(stats.status());
-  if (stats->truncated) WarnTruncated(f.file, stats->truncated_at_offset);
+  if (stats->truncated) WarnTruncated(f.file, stats.value());
   if (f.json) {
     PrintJson(StatsJson(f, stats.value()));
   } else {

@@ -100,17 +100,17 @@ void AddTraceSynthCommand(CLI::App* trace, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--layers", f->layers, "Keep only the first N MoE layers (0 = all)")->capture_default_str();
   cmd->add_option("--zipf", o.zipf_s, "Zipf exponent of expert popularity per layer (0 = uniform)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegativeNumber())
       ->capture_default_str();
   cmd->add_option("--decode-reuse", o.decode_reuse, "Probability that a decode slot keeps the previous token's expert")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  cmd->add_option("--requests", o.requests, "Requests")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--requests", o.requests, "Requests")->check(PositiveNumber())->capture_default_str();
   cmd->add_option("--concurrency", o.concurrency, "Requests decoded together in one pass")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str();
   cmd->add_option("--prompt-tokens", o.prompt_tokens, "Prompt tokens per request (one prefill record per layer)")
-      ->check(CLI::PositiveNumber)
+      ->check(PositiveNumber())
       ->capture_default_str();
   cmd->add_option("--output-tokens", o.output_tokens, "Decode steps per request")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Random seed; the same options give the same bytes")->capture_default_str();

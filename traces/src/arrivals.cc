@@ -47,7 +47,7 @@ std::string Printable(std::string_view text) {
       out += static_cast<char>(c);
     }
   }
-  if (text.size() > kMaxQuoted) out += "...";
+  if (text.size() > kMaxQuoted) out += "... (" + std::to_string(text.size()) + " bytes)";
   return out;
 }
 

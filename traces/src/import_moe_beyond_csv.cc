@@ -15,6 +15,7 @@
 
 #include "colibri/traces/importers.h"
 #include "import_util.h"
+#include "colibri/bounded_echo.h"
 
 namespace colibri::traces {
 namespace {
@@ -69,7 +70,7 @@ class RowParser {
     const uint64_t position = tokens_per_layer_[layer]++;
     Json ids = Json::parse(fields[3], nullptr, /*allow_exceptions=*/false);
     if (ids.is_discarded() || !ids.is_array()) {
-      return Status::InvalidArgument("Activated Expert IDs '" + fields[3].substr(0, 40) +
+      return Status::InvalidArgument("Activated Expert IDs '" + BoundedEcho(fields[3]) +
                                      "' is not a list of ids like [8, 22, 43]");
     }
     rows_.push_back({where, layer, position, std::move(ids)});
@@ -96,7 +97,7 @@ Status CheckHeader(CsvReader& csv, const std::string& path) {
   if (fields != kHeader) {
     std::string found;
     for (const std::string& field : fields) found += (found.empty() ? "" : ",") + field;
-    return Status::InvalidArgument(csv.Where() + ": header '" + found.substr(0, 80) +
+    return Status::InvalidArgument(csv.Where() + ": header '" + BoundedEcho(found) +
                                    "', expected 'Layer ID,Batch Number,Token,Activated Expert IDs'");
   }
   return Status::Ok();

@@ -1,5 +1,6 @@
 // Internal helpers shared by the importers and the config reader (see import_util.h).
 #include "import_util.h"
+#include "colibri/bounded_echo.h"
 
 #include <algorithm>
 #include <charconv>
@@ -37,10 +38,7 @@ std::string JsonSnippet(const nlohmann::json& value) {
   // Containers are described, not dumped: dump() recurses, and input may nest deeply.
   if (value.is_array()) return "a list of " + std::to_string(value.size()) + " entries";
   if (value.is_object()) return "an object with " + std::to_string(value.size()) + " fields";
-  constexpr size_t kMaxChars = 40;
-  std::string text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
-  return text;
+  return BoundedEcho(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 namespace {
@@ -75,7 +73,7 @@ Result<uint32_t> ParseUint32(std::string_view text) {
   uint32_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || error != std::errc() || end != text.data() + text.size()) {
-    return Status::InvalidArgument("'" + std::string(text.substr(0, 40)) + "' is not a number in 0.." +
+    return Status::InvalidArgument("'" + BoundedEcho(text) + "' is not a number in 0.." +
                                    std::to_string(UINT32_MAX));
   }
   return value;

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "line_reader.h"
+#include "colibri/bounded_echo.h"
 
 namespace colibri::traces {
 namespace {
@@ -192,7 +193,7 @@ class LogParser {
       if (type.empty()) return in_.Error("expected 'K (type)' and 'V (type)' in the KV cache size line");
       const uint32_t bytes = KvTypeBytes(type);
       if (bytes == 0) {
-        return in_.Error("KV cache type '" + std::string(type) +
+        return in_.Error("KV cache type '" + BoundedEcho(type) +
                          "' is not supported (f32, f16 or bf16: whole bytes per element)");
       }
       if (kv_element_bytes_ != 0 && kv_element_bytes_ != bytes) {

@@ -15,6 +15,7 @@
 #include <map>
 
 #include "import_util.h"
+#include "colibri/bounded_echo.h"
 
 namespace colibri::traces {
 namespace {
@@ -316,7 +317,7 @@ Result<uint32_t> WeightDtypeBytes(const std::string& dtype) {
   static const std::map<std::string, uint32_t> kBytes = {{"fp32", 4}, {"bf16", 2}, {"fp16", 2}, {"int8", 1}};
   auto it = kBytes.find(dtype);
   if (it == kBytes.end()) {
-    return Status::InvalidArgument("weight dtype '" + dtype + "' not supported (one of: fp32, bf16, fp16, int8)");
+    return Status::InvalidArgument("weight dtype '" + BoundedEcho(dtype) + "' not supported (one of: fp32, bf16, fp16, int8)");
   }
   return it->second;
 }
@@ -334,7 +335,7 @@ Result<ModelShape> ShapeFromHfConfig(const std::string& path, const std::string&
   const std::string model_type = json["model_type"].get<std::string>();
   auto family = Families().find(model_type);
   if (family == Families().end()) {
-    return Status::Unsupported(path + ": model_type '" + model_type + "' is not supported (supported: " +
+    return Status::Unsupported(path + ": model_type '" + BoundedEcho(model_type) + "' is not supported (supported: " +
                                SupportedFamilies() + "); other families are refused rather than guessed");
   }
   COLIBRI_ASSIGN_OR_RETURN(MoeLayout layout, family->second(fields));

@@ -309,4 +309,9 @@ Result<TraceHeader> ReadTraceHeader(const std::string& path) {
   return reader->header();
 }
 
+std::string TornEnding(uint64_t torn_at_byte, uint64_t records) {
+  return "torn at byte offset " + std::to_string(torn_at_byte) + ": its first " + std::to_string(records) +
+         " records only (--allow-torn)";
+}
+
 }  // namespace colibri::traces

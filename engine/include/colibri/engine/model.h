@@ -1,7 +1,8 @@
 // The on-disk model (docs/MODEL_FORMAT.md): a directory holding config.json,
 // experts.bin (an index, then one ExpertLayout block per (layer, expert), each
-// aligned to block_alignment) and gating.bin (fp32 router weights and bias per
-// layer). This header opens and verifies one, and declares the tools that
+// aligned to block_alignment), gating.bin (fp32 router weights and bias per
+// layer) and, from format 2, experts.xxh3 (an XXH3-64 digest of each block,
+// checked as blocks are read). This header opens and verifies one, and declares the tools that
 // write one: synth (seeded random weights), export (from a safetensors
 // checkpoint) and quantize (dtype conversion with an error report).
 //
@@ -30,7 +31,8 @@
 namespace colibri::engine {
 
 inline constexpr char kModelFormatName[] = "colibri-model";  // config.json "format"
-inline constexpr uint32_t kModelFormatVersion = 1;
+inline constexpr uint32_t kModelFormatVersion = 2;        // what the writers write
+inline constexpr uint32_t kModelFormatVersionOldest = 1;  // read too: no block digests
 inline constexpr uint64_t kMinBlockAlignment = 4096;  // O_DIRECT reads need at least this
 
 // One data file of a model directory as config.json records it.
@@ -59,19 +61,34 @@ struct ModelConfig {
   ExpertLayout layout;  // ExpertLayout::Make(dtype, hidden, intermediate, block_alignment)
   ModelFile experts_file;
   ModelFile gating_file;
+  std::optional<ModelFile> block_digests_file;  // format 2; absent in format 1
 
   uint32_t layers() const { return static_cast<uint32_t>(layer_ids.size()); }
 };
 
 // How much of a model OpenModel checks beyond its structure (every field of
 // config.json, the sizes, the index), which is always checked.
+// Every mode but kNone also checks the block digest file's SHA-256 (it is
+// small and read whole).
 enum class ModelVerify {
-  kNone,  // structure only: for a tool re-opening what it has just written
-  kAuto,  // gating.bin's SHA-256 always (it is read whole anyway); experts.bin's
-          // when it is at most kVerifyAtOpenMaxBytes (about 1 s of hashing here)
-  kFull,  // both SHA-256s whatever the size (reads all of experts.bin)
+  kNone,    // structure only: for a tool re-opening what it has just written
+  kBlocks,  // gating.bin's SHA-256; experts.bin is not hashed at open, each
+            // block is checked against its digest as it is read (format 2)
+  kAuto,    // gating.bin's SHA-256; experts.bin's when it is at most
+            // kVerifyAtOpenMaxBytes (about 1 s of hashing), else as kBlocks
+  kFull,    // both SHA-256s and every block digest at open (reads all of experts.bin)
 };
 inline constexpr uint64_t kVerifyAtOpenMaxBytes = 1ull << 30;
+// "none", "blocks", "auto", "full" (the --verify values).
+inline const char* ModelVerifyName(ModelVerify verify) {
+  switch (verify) {
+    case ModelVerify::kNone: return "none";
+    case ModelVerify::kBlocks: return "blocks";
+    case ModelVerify::kAuto: return "auto";
+    case ModelVerify::kFull: return "full";
+  }
+  return "auto";
+}
 
 // An opened model (a default-constructed one is empty: get one from
 // OpenModel). Layer arguments are layer indexes (0 .. layers() - 1 into
@@ -92,10 +109,22 @@ class Model {
   // Whether OpenModel hashed experts.bin against config.json (kAuto skips a
   // file above kVerifyAtOpenMaxBytes).
   bool experts_verified() const { return experts_verified_; }
+  // Whether readers of expert blocks must check each block they read
+  // (CheckExpertBlock; storage: CheckBlocksOnRead in block_check.h): true
+  // when experts.bin was not hashed at open and the model has block digests.
+  bool check_blocks_on_read() const { return check_blocks_on_read_; }
+  bool has_block_digests() const { return !block_digests_.empty(); }
+  // kCorruption naming experts.bin, the block (layer index, source layer,
+  // expert, byte offset) and both digests unless `block`
+  // (config().layout.block_bytes long) hashes to the recorded digest. Ok
+  // for a format 1 model (nothing to check against).
+  Status CheckExpertBlock(uint32_t layer_index, uint32_t expert, const void* block) const;
 
  private:
   friend Result<Model> OpenModel(const std::string& dir, ModelVerify verify);
   bool experts_verified_ = false;
+  bool check_blocks_on_read_ = false;
+  std::vector<uint64_t> block_digests_;  // XXH3-64, (layer, expert) order; empty in format 1
   std::string dir_;
   ModelConfig config_;
   std::vector<uint64_t> expert_offsets_;  // (layer, expert) order
@@ -119,7 +148,7 @@ Result<ModelConfig> ReadModelConfig(const std::string& dir);
 // One named check of VerifyModel; `status` says why it failed.
 struct ModelCheck {
   std::string name;  // config, intermediate_alignment, experts_size, gating_size, block_alignment, index,
-                     // experts_sha256, gating_sha256
+                     // block_digests, block_digests_sha256, experts_sha256, blocks, gating_sha256
   Status status;
 };
 
@@ -133,6 +162,13 @@ struct VerifyReport {
 // without stopping at the first failure. An error only when `dir` is not a
 // model directory (missing, no config.json, or its "format" is not ours).
 Result<VerifyReport> VerifyModel(const std::string& dir, bool verify_checksums);
+
+// Upgrades a format 1 model in place to format 2: verifies experts.bin and
+// gating.bin against config.json (kCorruption naming the file otherwise),
+// writes experts.xxh3 and then config.json, each whole (temporary file and
+// rename). kInvalidArgument for a model that is format 2 already. Returns the
+// new config.
+Result<ModelConfig> UpgradeModel(const std::string& dir);
 
 // The MoE shape of a Hugging Face config.json (model_type qwen2_moe,
 // qwen3_moe, olmoe, mixtral, deepseek or deepseek_v2; others are refused):

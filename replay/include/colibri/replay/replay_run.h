@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "colibri/engine/model.h"
 #include "colibri/replay/dense_cost.h"
 #include "colibri/replay/engine_replay.h"
 #include "colibri/reports/latency_histogram.h"
@@ -64,6 +65,7 @@ struct ReplayConfig {
   std::string trace_path;
   bool allow_torn = false;      // a torn trace replays its prefix (ReplayResult::trace says so); else an error
   std::string model_dir;        // required by real backends (the bytes to read and compute)
+  engine::ModelVerify model_verify = engine::ModelVerify::kAuto;  // how model_dir's bytes are checked
   sim::ResolvedMachine machine;
   std::string storage = "sim";  // sim, uring, pread
   std::string transfer = "sim"; // sim, cpu, cuda (hw_backends.h)

@@ -50,6 +50,8 @@ struct RunSummary {
   std::vector<HitRatePoint> hit_rate;
   std::optional<RoutingStability> stability;                 // vs the baseline (unset for the baseline itself)
   std::string stability_note;                                // why stability is unset, when it is
+  std::string trace_ending;  // replays: "complete" or how the torn trace ended (--allow-torn); else empty
+  bool trace_torn() const { return !trace_ending.empty() && trace_ending != "complete"; }
 };
 
 // One compared quantity: its value per run, the delta against the baseline,

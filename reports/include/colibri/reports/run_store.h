@@ -139,6 +139,7 @@ class RunStore {
   RunStore& operator=(const RunStore&) = delete;
 
   const std::string& path() const { return path_; }
+  const Options& options() const { return options_; }
   int schema_version() const;  // PRAGMA user_version
 
   // Inserts the run's row as "incomplete" and returns its run_id.

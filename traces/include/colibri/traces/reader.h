@@ -114,6 +114,11 @@ class TraceReader {
   uint64_t tail_offset_ = 0;
 };
 
+// How a read of a torn trace (ReadOptions::allow_torn) ended, in the words
+// every warning and stored run uses: "torn at byte offset N: its first K
+// records only (--allow-torn)".
+std::string TornEnding(uint64_t torn_at_byte, uint64_t records);
+
 // Reads only the header of a trace file (fast: does not scan the records;
 // the version is checked, the trailer is not).
 Result<TraceHeader> ReadTraceHeader(const std::string& path);
