@@ -102,9 +102,7 @@ Status BlockDigestsSha256(LoadState* s) {
     return model_detail::CheckSha256(file, digest);
   }
   const std::vector<std::byte> bytes = model_detail::EncodeBlockDigests(s->config, *s->block_digests);
-  model_detail::Sha256 sha256;
-  sha256.Update(bytes.data(), bytes.size());
-  COLIBRI_ASSIGN_OR_RETURN(std::string digest, sha256.Finish());
+  COLIBRI_ASSIGN_OR_RETURN(std::string digest, model_detail::Sha256OfBytes(bytes.data(), bytes.size()));
   return model_detail::CheckSha256(file, digest);
 }
 
@@ -115,9 +113,8 @@ Status GatingSha256(LoadState* s) {
                              model_detail::Sha256OfFile(JoinPath(s->dir, s->config.gating_file.name)));
     return model_detail::CheckSha256(s->config.gating_file, digest);
   }
-  model_detail::Sha256 sha256;
-  sha256.Update(s->gating.data(), s->gating.size() * sizeof(float));
-  COLIBRI_ASSIGN_OR_RETURN(std::string digest, sha256.Finish());
+  COLIBRI_ASSIGN_OR_RETURN(std::string digest,
+                           model_detail::Sha256OfBytes(s->gating.data(), s->gating.size() * sizeof(float)));
   return model_detail::CheckSha256(s->config.gating_file, digest);
 }
 

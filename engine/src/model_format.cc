@@ -4,8 +4,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "model_blocks.h"
 #include "colibri/bounded_echo.h"
+#include "model_blocks.h"
 
 namespace colibri::engine::model_detail {
 namespace {
@@ -15,7 +15,6 @@ constexpr uint32_t kExpertsFileVersion = 1;  // experts.bin's own version: uncha
 constexpr size_t kSha256HexChars = 64;
 
 uint64_t RoundUp(uint64_t value, uint64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
-
 
 uint64_t BlockCount(const ModelConfig& config) { return uint64_t{config.layers()} * config.experts; }
 

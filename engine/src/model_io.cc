@@ -34,6 +34,12 @@ Result<std::string> Sha256OfFile(const std::string& path) {
   return sha256.Finish();
 }
 
+Result<std::string> Sha256OfBytes(const void* data, uint64_t bytes) {
+  Sha256 sha256;
+  sha256.Update(data, bytes);
+  return sha256.Finish();
+}
+
 Result<InputFile> InputFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return OsError(path, "cannot open", errno);

@@ -18,6 +18,8 @@ using engine::Sha256;
 
 // SHA-256 of a whole file, read in large chunks.
 Result<std::string> Sha256OfFile(const std::string& path);
+// SHA-256 of bytes in memory.
+Result<std::string> Sha256OfBytes(const void* data, uint64_t bytes);
 
 class InputFile {
  public:

@@ -29,9 +29,7 @@ Result<ModelConfig> UpgradeModel(const std::string& dir) {
   COLIBRI_RETURN_IF_ERROR(model_detail::CheckSha256(config.experts_file, hashes.sha256).WithPrefix(dir));
 
   const std::vector<std::byte> digests = model_detail::EncodeBlockDigests(config, hashes.block_digests);
-  model_detail::Sha256 sha256;
-  sha256.Update(digests.data(), digests.size());
-  COLIBRI_ASSIGN_OR_RETURN(const std::string digests_sha256, sha256.Finish());
+  COLIBRI_ASSIGN_OR_RETURN(const std::string digests_sha256, model_detail::Sha256OfBytes(digests.data(), digests.size()));
   config.block_digests_file = ModelFile{model_detail::kBlockDigestsFileName, digests.size(), digests_sha256};
   if (config.block_digests_file->name == config.experts_file.name ||
       config.block_digests_file->name == config.gating_file.name) {

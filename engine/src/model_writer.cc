@@ -11,10 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "colibri/no_throw.h"
 #include "model_blocks.h"
 #include "model_format.h"
 #include "model_io.h"
-#include "colibri/no_throw.h"
 
 namespace colibri::engine::model_detail {
 namespace {
