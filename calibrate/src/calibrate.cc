@@ -116,8 +116,7 @@ Result<CalibrateReport> Calibrate(const CalibrateOptions& o) {
   host.experts = studied.experts;
   host.top_k = studied.top_k;
   host.hidden = studied.hidden;
-  host.threads = threads.back();
-  host.gate_threads = threads;
+  host.threads = threads;
   host.seed = o.seed;
   if (o.quick) host.repeats = 3;
   host.progress = stage("engine");

@@ -109,10 +109,13 @@ Result<MeasuredProfiles> BuildProfiles(const CalibrateReport& r, const Calibrate
   m.nvme = n.id;
   m.pcie = h.id;
   m.compute = cpu.id;
-  m.host_work = r.host_work.fit.profile;
-  m.host_work.figure = Measured("host_work", source,
-                                "the real engine's step times on a synthetic model (1 to 256 tokens, all resident and "
-                                "no L2), fitted per step (sim::FitHostWork)");
+  for (const HostWorkAtThreads& run : r.host_work.runs) {
+    m.host_work.push_back(run.fit.profile);
+    m.host_work.back().figure = Measured("host_work", source,
+                                         "the real engine's step times on a synthetic model (1 to 256 tokens, all "
+                                         "resident and no L2) at " + std::to_string(run.threads) +
+                                             " compute thread(s), fitted per step (sim::FitHostWork)");
+  }
   m.identity = r.identity;
   return p;
 }
@@ -161,26 +164,29 @@ std::string CalibrateMarkdown(const CalibrateReport& r) {
     out += "| " + k.dtype + " | " + std::to_string(k.hidden) + " | " + std::to_string(k.rows) + " | " +
            std::to_string(k.threads) + " | " + cells + " |\n";
   }
-  const sim::HostWorkFit& fit = r.host_work.fit;
-  char host[600];
-  std::snprintf(host, sizeof(host),
-                "\n## The engine's own work (fit error: median / max over %llu batches)\n\n"
-                "| step | fit | error |\n|---|---|---|\n"
-                "| routing (gate GEMV included) | %lld ns + %.3f ns per token x expert | %.1f%% / %.1f%% |\n"
-                "| scheduling | %lld ns + %.1f ns per expert + %.2f ns per assignment + %.1f ns per read + %lld ns "
-                "once when reading | %.1f%% / %.1f%% |\n"
-                "| gather | %lld ns per expert + %.3f ns per element | %.1f%% / %.1f%% |\n"
-                "| aggregation | %lld ns + %.3f ns per element | %.1f%% / %.1f%% |\n",
-                static_cast<unsigned long long>(fit.scheduling.batches),
-                static_cast<long long>(fit.profile.routing_fixed_ns), fit.profile.routing_ps_per_logit / 1e3,
-                fit.routing.median * 100, fit.routing.max * 100, static_cast<long long>(fit.profile.scheduling_fixed_ns),
-                fit.profile.scheduling_ps_per_expert / 1e3, fit.profile.scheduling_ps_per_assignment / 1e3,
-                fit.profile.scheduling_ps_per_read / 1e3, static_cast<long long>(fit.profile.scheduling_read_fixed_ns),
-                fit.scheduling.median * 100, fit.scheduling.max * 100,
-                static_cast<long long>(fit.profile.gather_fixed_ns), fit.profile.gather_ps_per_element / 1e3,
-                fit.gather.median * 100, fit.gather.max * 100, static_cast<long long>(fit.profile.aggregation_fixed_ns),
-                fit.profile.aggregation_ps_per_element / 1e3, fit.aggregation.median * 100, fit.aggregation.max * 100);
-  out += host;
+  out += "\n## The engine's own work (fit error: median / max over the batches)\n\n"
+         "| threads | step | fit | error |\n|---:|---|---|---|\n";
+  for (const HostWorkAtThreads& run : r.host_work.runs) {
+    const sim::HostWorkFit& fit = run.fit;
+    const sim::HostWorkProfile& h = fit.profile;
+    char host[900];
+    std::snprintf(host, sizeof(host),
+                  "| %u | routing (gate GEMV included) | %lld ns + %.3f ns per token x expert | %.1f%% / %.1f%% |\n"
+                  "| %u | scheduling | %lld ns + %.1f ns per expert + %.2f ns per assignment + %.1f ns per read + "
+                  "%lld ns once when reading | %.1f%% / %.1f%% |\n"
+                  "| %u | gather | %lld ns per expert + %.3f ns per element | %.1f%% / %.1f%% |\n"
+                  "| %u | aggregation | %lld ns + %.3f ns per element | %.1f%% / %.1f%% |\n",
+                  run.threads, static_cast<long long>(h.routing_fixed_ns), h.routing_ps_per_logit / 1e3,
+                  fit.routing.median * 100, fit.routing.max * 100, run.threads,
+                  static_cast<long long>(h.scheduling_fixed_ns), h.scheduling_ps_per_expert / 1e3,
+                  h.scheduling_ps_per_assignment / 1e3, h.scheduling_ps_per_read / 1e3,
+                  static_cast<long long>(h.scheduling_read_fixed_ns), fit.scheduling.median * 100,
+                  fit.scheduling.max * 100, run.threads, static_cast<long long>(h.gather_fixed_ns),
+                  h.gather_ps_per_element / 1e3, fit.gather.median * 100, fit.gather.max * 100, run.threads,
+                  static_cast<long long>(h.aggregation_fixed_ns), h.aggregation_ps_per_element / 1e3,
+                  fit.aggregation.median * 100, fit.aggregation.max * 100);
+    out += host;
+  }
   out += "\n## Host copies\n\n| bytes | median ns | fit error |\n|---:|---:|---:|\n";
   for (const HostCopySize& s : r.host_copies.sizes) {
     out += "| " + std::to_string(s.bytes) + " | " + std::to_string(s.median_ns) + " | " + Pct(s.fit_error) + " |\n";
@@ -194,10 +200,12 @@ std::string CalibrateRaw(const CalibrateReport& r) {
     out += Json{{"kind", "read"}, {"read_bytes", p.read_bytes}, {"queue_depth", p.queue_depth}, {"reads", p.reads},
                 {"bytes_per_s", p.bytes_per_s}, {"latency_ns", p.latency_ns}}.dump() + "\n";
   }
-  for (const sim::HostWorkSample& s : r.host_work.samples) {
-    out += Json{{"kind", "layer_batch"}, {"tokens", s.tokens}, {"distinct", s.distinct}, {"reads", s.reads},
+  for (const HostWorkAtThreads& run : r.host_work.runs) {
+    for (const sim::HostWorkSample& s : run.samples) {
+      out += Json{{"kind", "layer_batch"}, {"threads", run.threads}, {"tokens", s.tokens}, {"distinct", s.distinct}, {"reads", s.reads},
                 {"routing_ns", s.routing_ns}, {"gate_ns", s.gate_ns}, {"scheduling_ns", s.scheduling_ns},
-                {"gather_ns", s.gather_ns}, {"aggregation_ns", s.aggregation_ns}}.dump() + "\n";
+                  {"gather_ns", s.gather_ns}, {"aggregation_ns", s.aggregation_ns}}.dump() + "\n";
+    }
   }
   for (const HostCopySize& s : r.host_copies.sizes) {
     out += Json{{"kind", "host_copy"}, {"bytes", s.bytes}, {"median_ns", s.median_ns}}.dump() + "\n";
@@ -222,8 +230,13 @@ std::string CalibrateReportJson(const CalibrateReport& r) {
                           {"independent", {{"p50", b.independent_p50_error}, {"p99", b.independent_p99_error}}},
                           {"shared", {{"p50", b.shared_p50_error}, {"p99", b.shared_p99_error}}}});
   }
-  const sim::HostWorkFit& fit = r.host_work.fit;
   auto step = [](const sim::StepFitError& e) { return Json{{"median", e.median}, {"max", e.max}, {"batches", e.batches}}; };
+  Json host_work = Json::array();
+  for (const HostWorkAtThreads& run : r.host_work.runs) {
+    const sim::HostWorkFit& fit = run.fit;
+    host_work.push_back(Json{{"threads", run.threads}, {"routing", step(fit.routing)}, {"scheduling", step(fit.scheduling)},
+                             {"gather", step(fit.gather)}, {"aggregation", step(fit.aggregation)}});
+  }
   return Json{{"machine", r.machine_name},
               {"files", r.files},
               {"warnings", r.warnings},
@@ -236,8 +249,7 @@ std::string CalibrateReportJson(const CalibrateReport& r) {
                            {"bursts", bursts}, {"points", r.storage.grid.points.size()}, {"fit_errors", fits}}},
               {"compute", {{"isa", r.compute.isa}, {"entries", r.compute.ffn.entries.size()},
                            {"memory_bytes_per_s", r.compute.memory_bytes_per_s}}},
-              {"host_work_fit_errors", {{"routing", step(fit.routing)}, {"scheduling", step(fit.scheduling)},
-                                        {"gather", step(fit.gather)}, {"aggregation", step(fit.aggregation)}}},
+              {"host_work_fit_errors", host_work},
               {"host_copies", {{"per_copy_ns", r.host_copies.per_copy_ns}, {"bytes_per_s", r.host_copies.bytes_per_s}}}}
       .dump(2);
 }

@@ -39,11 +39,29 @@ struct ScratchModel {
   }
 };
 
+// One layer batch as the fit takes it (gate_ns is filled in later).
+sim::HostWorkSample Sample(const HostWorkRunsOptions& o, uint32_t tokens, const engine::LayerBatchReport& report) {
+  sim::HostWorkSample s;
+  s.tokens = tokens;
+  s.top_k = o.top_k;
+  s.experts = o.experts;
+  s.hidden = o.hidden;
+  s.distinct = report.distinct_experts;
+  s.reads = report.nvme_reads;
+  const engine::StepTimes& t = report.step_ns;
+  s.routing_ns = t.routing;
+  s.scheduling_ns = t.scheduling;
+  s.aggregation_ns = t.aggregation;
+  s.gather_ns = std::max<engine::TimeNs>(0, t.total - t.routing - t.scheduling - t.compute - t.host_to_device - t.aggregation);
+  s.use_for_gather = report.nvme_reads == 0;
+  return s;
+}
+
 }  // namespace
 
 Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
-  if (o.tokens.empty() || o.repeats == 0 || o.experts == 0 || o.top_k == 0 || o.top_k > o.experts || o.hidden == 0) {
-    return Status::InvalidArgument("host work runs: tokens, repeats, experts, top-k (<= experts) and hidden must be set");
+  if (o.tokens.empty() || o.threads.empty() || o.repeats == 0 || o.experts == 0 || o.top_k == 0 || o.top_k > o.experts || o.hidden == 0) {
+    return Status::InvalidArgument("host work runs: tokens, threads, repeats, experts, top-k (<= experts) and hidden must be set");
   }
   ScratchModel model;
   model.dir = (std::filesystem::path(o.work_dir) / "colibri-calibrate-model").string();
@@ -60,68 +78,57 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
   const uint64_t everything = uint64_t{kLayers} * o.experts * made.layout.block_bytes;
 
   HostWorkMeasurement out;
-  const size_t total = 2 * o.tokens.size() + o.gate_threads.size();
+  const size_t total = o.threads.size() * (2 * o.tokens.size() + 1);
   size_t done = 0;
-  // Two engines: everything resident (after the first batches), and no L2 (every expert read).
-  for (const uint64_t l2_bytes : {everything, uint64_t{0}}) {
-    engine::LocalEngineOptions options;
-    options.model_dir = model.dir;
-    options.storage = "auto";
-    options.queue_depth = 32;
-    options.threads = o.threads;
-    options.engine.l2_bytes = l2_bytes;
-    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::LocalEngine> e, engine::LocalEngine::Open(options));
-    if (l2_bytes > 0) {  // warm: make every expert resident before measuring
-      const std::vector<float> x = Inputs(o.seed, 256, o.hidden);
-      std::vector<float> y(x.size());
-      for (uint32_t pass = 0; pass < 4; ++pass) {
-        for (uint32_t layer = 0; layer < kLayers; ++layer) {
-          COLIBRI_RETURN_IF_ERROR(e->moe->Forward(layer, x.data(), 256, y.data(), nullptr, nullptr));
-        }
-      }
-    }
-    for (uint32_t tokens : o.tokens) {
-      for (uint32_t r = 0; r < o.repeats; ++r) {
-        const std::vector<float> x = Inputs(sim::DeriveSeed(o.seed, "host_work") + tokens * 131 + r, tokens, o.hidden);
+  for (const uint32_t threads : o.threads) {
+    if (threads == 0) return Status::InvalidArgument("host work runs: thread counts must be >= 1");
+    HostWorkAtThreads run;
+    run.threads = threads;
+    // Two engines: everything resident (after the first batches), and no L2 (every expert read).
+    for (const uint64_t l2_bytes : {everything, uint64_t{0}}) {
+      engine::LocalEngineOptions options;
+      options.model_dir = model.dir;
+      options.storage = "auto";
+      options.queue_depth = 32;
+      options.threads = threads;
+      options.engine.l2_bytes = l2_bytes;
+      COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::LocalEngine> e, engine::LocalEngine::Open(options));
+      if (l2_bytes > 0) {  // warm: make every expert resident before measuring
+        const std::vector<float> x = Inputs(o.seed, 256, o.hidden);
         std::vector<float> y(x.size());
-        for (uint32_t layer = 0; layer < kLayers; ++layer) {
-          engine::LayerBatchReport report;
-          COLIBRI_RETURN_IF_ERROR(e->moe->Forward(layer, x.data(), tokens, y.data(), &report, nullptr));
-          sim::HostWorkSample s;
-          s.tokens = tokens;
-          s.top_k = o.top_k;
-          s.experts = o.experts;
-          s.hidden = o.hidden;
-          s.distinct = report.distinct_experts;
-          s.reads = report.nvme_reads;
-          const engine::StepTimes& t = report.step_ns;
-          s.routing_ns = t.routing;
-          s.scheduling_ns = t.scheduling;
-          s.aggregation_ns = t.aggregation;
-          s.gather_ns = std::max<engine::TimeNs>(
-              0, t.total - t.routing - t.scheduling - t.compute - t.host_to_device - t.aggregation);
-          s.use_for_gather = report.nvme_reads == 0;
-          out.samples.push_back(s);
+        for (uint32_t pass = 0; pass < 4; ++pass) {
+          for (uint32_t layer = 0; layer < kLayers; ++layer) {
+            COLIBRI_RETURN_IF_ERROR(e->moe->Forward(layer, x.data(), 256, y.data(), nullptr, nullptr));
+          }
         }
       }
-      if (o.progress) o.progress(++done, total);
+      for (uint32_t tokens : o.tokens) {
+        for (uint32_t r = 0; r < o.repeats; ++r) {
+          const std::vector<float> x = Inputs(sim::DeriveSeed(o.seed, "host_work") + tokens * 131 + r, tokens, o.hidden);
+          std::vector<float> y(x.size());
+          for (uint32_t layer = 0; layer < kLayers; ++layer) {
+            engine::LayerBatchReport report;
+            COLIBRI_RETURN_IF_ERROR(e->moe->Forward(layer, x.data(), tokens, y.data(), &report, nullptr));
+            run.samples.push_back(Sample(o, tokens, report));
+          }
+        }
+        if (o.progress) o.progress(++done, total);
+      }
     }
+    out.runs.push_back(std::move(run));
   }
   // The gate GEMV alone, as the engine calls it, on a fresh CpuCompute per thread count.
   COLIBRI_ASSIGN_OR_RETURN(engine::Model opened, engine::OpenModel(model.dir, engine::ModelVerify::kAuto));
   engine::MonotonicClock clock;
-  std::map<uint32_t, engine::TimeNs> gate_ns;  // at the engine runs' thread count
-  if (std::find(o.gate_threads.begin(), o.gate_threads.end(), o.threads) == o.gate_threads.end()) {
-    return Status::InvalidArgument("host work runs: the engine's thread count must be among the gate's");
-  }
-  for (uint32_t threads : o.gate_threads) {
+  for (HostWorkAtThreads& run : out.runs) {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::CpuCompute> compute,
-                             engine::CpuCompute::Create(engine::CpuComputeOptions{threads, std::nullopt}));
+                             engine::CpuCompute::Create(engine::CpuComputeOptions{run.threads, std::nullopt}));
     sim::KernelTimes gate;
     gate.dtype = "fp32";
     gate.rows = o.experts;
     gate.hidden = o.hidden;
-    gate.threads = threads;
+    gate.threads = run.threads;
+    std::map<uint32_t, engine::TimeNs> gate_ns;
     for (uint32_t tokens : o.tokens) {
       const std::vector<float> x = Inputs(o.seed + tokens, tokens, o.hidden);
       std::vector<float> logits(size_t{tokens} * o.experts);
@@ -133,15 +140,16 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
         times.push_back(clock.Now() - start);
       }
       const engine::TimeNs median = std::max<engine::TimeNs>(1, MedianNs(times));
-      if (threads == o.threads) gate_ns[tokens] = median;
+      gate_ns[tokens] = median;
       gate.tokens.push_back(tokens);
       gate.ns.push_back(median);
     }
     out.gate.push_back(std::move(gate));
+    for (sim::HostWorkSample& s : run.samples) s.gate_ns = gate_ns[static_cast<uint32_t>(s.tokens)];
+    COLIBRI_ASSIGN_OR_RETURN(run.fit, sim::FitHostWork(run.samples));
+    run.fit.profile.threads = run.threads;
     if (o.progress) o.progress(++done, total);
   }
-  for (sim::HostWorkSample& s : out.samples) s.gate_ns = gate_ns[static_cast<uint32_t>(s.tokens)];
-  COLIBRI_ASSIGN_OR_RETURN(out.fit, sim::FitHostWork(out.samples));
   return out;
 }
 

@@ -60,6 +60,27 @@ Status CheckOptions(const StorageGridOptions& o) {
   return Status::Ok();
 }
 
+// A new read pool in *pool, as the engine has its pools: registered with the backend
+// (io_uring fixed buffers; LocalEngine registers the engine's). The engine's
+// reads take that path, and it is faster: 12 MiB random reads at depth 12 on
+// this VM's virtio disk ran 1.6x faster into registered buffers (fio
+// --fixedbufs, 2026-12-02). Registration refused: the reads still work, as
+// the engine's do, unregistered; the first refusal is a warning.
+Status ReplaceReadPool(engine::StorageBackend& storage, uint64_t bytes, uint64_t slot_bytes,
+                       std::unique_ptr<engine::SlabPool>* pool, std::vector<std::string>* warnings) {
+  COLIBRI_RETURN_IF_ERROR(storage.RegisterBuffers({}));  // the old pool leaves the ring before it is freed
+  pool->reset();
+  COLIBRI_ASSIGN_OR_RETURN(*pool, engine::SlabPool::Create(bytes, slot_bytes, kAlignmentBytes));
+  const Status registered = storage.RegisterBuffers(engine::RegistrableRegions(**pool));
+  const char* kWarning = "read buffers not registered";
+  if (!registered.ok() && std::none_of(warnings->begin(), warnings->end(),
+                                       [&](const std::string& w) { return w.rfind(kWarning, 0) == 0; })) {
+    warnings->push_back(std::string(kWarning) + " (" + registered.message() +
+                        "): measured unregistered reads, as the engine reads when its own registration is refused");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StorageGridOptions DefaultStorageGrid(bool quick) {
@@ -137,12 +158,11 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     for (size_t i = 0; i < points.size(); ++i) {
       const auto [read_bytes, depth] = points[i];
       if (buffers == nullptr || buffers->slot_bytes() != read_bytes || buffers->slot_count() < depth) {
-        buffers.reset();
         uint32_t most = 1;
         for (const auto& [s, d] : points) {
           if (s == read_bytes) most = std::max(most, d);
         }
-        COLIBRI_ASSIGN_OR_RETURN(buffers, engine::SlabPool::Create(read_bytes * most, read_bytes, kAlignmentBytes));
+        COLIBRI_RETURN_IF_ERROR(ReplaceReadPool(*storage, read_bytes * most, read_bytes, &buffers, &out.warnings));
       }
       const uint64_t min_reads = std::max<uint64_t>(o.min_reads_per_point, 4ull * depth);
       COLIBRI_ASSIGN_OR_RETURN(
@@ -178,8 +198,7 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     if (read_bytes > o.max_burst_read_bytes) continue;
     for (uint32_t burst : o.burst_sizes) {
       if (burst == 0 || static_cast<uint64_t>(burst) * read_bytes > o.max_in_flight_bytes) continue;
-      buffers.reset();
-      COLIBRI_ASSIGN_OR_RETURN(buffers, engine::SlabPool::Create(read_bytes * burst, read_bytes, kAlignmentBytes));
+      COLIBRI_RETURN_IF_ERROR(ReplaceReadPool(*storage, read_bytes * burst, read_bytes, &buffers, &out.warnings));
       COLIBRI_ASSIGN_OR_RETURN(std::vector<engine::TimeNs> spans,
                                sim::RunReadBursts(*storage, clock, buffers->base(), read_bytes, burst,
                                                   std::max<uint64_t>(o.bursts_per_point, 1), ++seed, o.file_bytes));

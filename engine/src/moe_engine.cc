@@ -118,14 +118,6 @@ Status CheckDataFlow(const EngineBackends& b, const EngineOptions& options) {
 }
 
 // `pool`'s memory in regions of whole slots, each at most `max_bytes` (one slot when a slot is larger).
-void AppendRegions(const SlabPool& pool, uint64_t max_bytes, std::vector<MemoryRegion>* out) {
-  const uint64_t slots_per_region = std::max<uint64_t>(1, max_bytes / pool.slot_bytes());
-  for (uint64_t first = 0; first < pool.slot_count(); first += slots_per_region) {
-    const uint64_t slots = std::min<uint64_t>(slots_per_region, pool.slot_count() - first);
-    out->push_back(MemoryRegion{pool.SlotData(static_cast<uint32_t>(first)), slots * pool.slot_bytes()});
-  }
-}
-
 TierCounters CountersOf(const ExpertCache* cache) {
   if (cache == nullptr) return {};
   return TierCounters{cache->counters().lookups, cache->counters().hits, cache->counters().misses};
@@ -1065,11 +1057,11 @@ TierCounters MoeEngine::l1_counters() const { return CountersOf(l1_cache_.get())
 TierCounters MoeEngine::l2_counters() const { return CountersOf(l2_cache_.get()); }
 
 std::vector<MemoryRegion> MoeEngine::read_buffer_regions() const {
-  constexpr uint64_t kMaxRegisteredBufferBytes = 1ull << 30;
   std::vector<MemoryRegion> regions;
   if (!backends_.storage->caps().delivers_data) return regions;
-  AppendRegions(*l2_pool_, kMaxRegisteredBufferBytes, &regions);
-  AppendRegions(*staging_pool_, kMaxRegisteredBufferBytes, &regions);
+  regions = RegistrableRegions(*l2_pool_);
+  const std::vector<MemoryRegion> staging = RegistrableRegions(*staging_pool_);
+  regions.insert(regions.end(), staging.begin(), staging.end());
   return regions;
 }
 

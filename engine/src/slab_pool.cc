@@ -132,4 +132,15 @@ void SlabPool::Release(uint32_t slot) {
   std::push_heap(free_.begin(), free_.end(), std::greater<>());
 }
 
+std::vector<MemoryRegion> RegistrableRegions(const SlabPool& pool, uint64_t max_region_bytes) {
+  std::vector<MemoryRegion> regions;
+  if (pool.slot_count() == 0) return regions;
+  const uint64_t slots_per_region = std::max<uint64_t>(1, max_region_bytes / pool.slot_bytes());
+  for (uint64_t first = 0; first < pool.slot_count(); first += slots_per_region) {
+    const uint64_t slots = std::min<uint64_t>(slots_per_region, pool.slot_count() - first);
+    regions.push_back(MemoryRegion{pool.SlotData(static_cast<uint32_t>(first)), slots * pool.slot_bytes()});
+  }
+  return regions;
+}
+
 }  // namespace colibri::engine

@@ -64,7 +64,7 @@ Result<std::string> ComputeProfileJson(const ComputeProfile& profile) {
 Result<std::string> MachineProfileJson(const MachineProfile& profile) {
   Json doc{{"kind", "machine"},        {"name", profile.name}, {"description", profile.description},
            {"nvme", profile.nvme},     {"pcie", profile.pcie}, {"compute", profile.compute}};
-  if (profile.host_work.present) doc["host_work"] = profile_internal::HostWorkJson(profile.host_work);
+  if (!profile.host_work.empty()) doc["host_work"] = profile_internal::HostWorkJson(profile.host_work);
   COLIBRI_RETURN_IF_ERROR(
       AddParameters("machine '" + profile.name + "'", ParametersOf(profile.host_memory), &doc));
   if (!profile.identity.empty()) doc["identity"] = profile_internal::MachineIdentityJson(profile.identity);

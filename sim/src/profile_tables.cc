@@ -220,18 +220,53 @@ Status ReadKernelTable(Reader& r, const Json& doc, const char* key, bool gate, K
   return Status::Ok();
 }
 
-Status ReadHostWork(Reader& r, const Json& doc, HostWorkProfile* host_work) {
-  std::vector<std::string_view> fields = {"basis", "source", "note"};
+namespace {
+
+// One host_work object at `field` ("host_work" or "host_work[i]"); "threads"
+// is required in an array (`need_threads`), optional alone.
+Status ReadOneHostWork(Reader& r, const Json& object, const std::string& field, bool need_threads,
+                       HostWorkProfile* host_work) {
+  std::vector<std::string_view> fields = {"basis", "source", "note", "threads"};
   for (const HostWorkField& f : kHostWorkFields) fields.emplace_back(f.name);
-  COLIBRI_ASSIGN_OR_RETURN(const Json* object, OptionalObject(r, doc, "host_work", fields));
-  if (object == nullptr) return Status::Ok();
-  COLIBRI_ASSIGN_OR_RETURN(host_work->figure, r.Provenance(*object, "host_work"));
+  if (!object.is_object()) return r.Error(field, "expected an object", &object);
+  COLIBRI_RETURN_IF_ERROR(r.CheckFields(object, fields, field + "."));
+  COLIBRI_ASSIGN_OR_RETURN(host_work->figure, r.Provenance(object, field));
   for (const HostWorkField& f : kHostWorkFields) {
     COLIBRI_ASSIGN_OR_RETURN(const uint64_t value,
-                             r.PlainInteger(*object, "host_work.", f.name, Range{0, uint64_t{1} << 50, nullptr}));
+                             r.PlainInteger(object, field + ".", f.name, Range{0, uint64_t{1} << 50, nullptr}));
     f.set(host_work, value);
   }
+  if (need_threads || object.contains("threads")) {
+    COLIBRI_ASSIGN_OR_RETURN(const uint64_t threads, r.PlainInteger(object, field + ".", "threads", Range{1, 4096, nullptr}));
+    host_work->threads = static_cast<uint32_t>(threads);
+  }
   host_work->present = true;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ReadHostWork(Reader& r, const Json& doc, std::vector<HostWorkProfile>* host_work) {
+  auto it = doc.find("host_work");
+  if (it == doc.end()) return Status::Ok();
+  if (it->is_object()) {
+    HostWorkProfile one;
+    COLIBRI_RETURN_IF_ERROR(ReadOneHostWork(r, *it, "host_work", false, &one));
+    host_work->push_back(std::move(one));
+    return Status::Ok();
+  }
+  if (!it->is_array() || it->empty()) {
+    return r.Error("host_work", "expected an object, or a non-empty array of objects with distinct \"threads\"", &*it);
+  }
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string field = "host_work[" + std::to_string(i) + "]";
+    HostWorkProfile one;
+    COLIBRI_RETURN_IF_ERROR(ReadOneHostWork(r, (*it)[i], field, true, &one));
+    for (const HostWorkProfile& earlier : *host_work) {
+      if (earlier.threads == one.threads) return r.Error(field + ".threads", "expected one entry per thread count", &(*it)[i]["threads"]);
+    }
+    host_work->push_back(std::move(one));
+  }
   return Status::Ok();
 }
 
@@ -302,11 +337,18 @@ Json KernelTableJson(const KernelTable& table, bool gate) {
   return object;
 }
 
-Json HostWorkJson(const HostWorkProfile& host_work) {
-  Json object = Json::object();
-  AddProvenance(host_work.figure, &object);
-  for (const HostWorkField& f : kHostWorkFields) object[f.name] = f.get(host_work);
-  return object;
+Json HostWorkJson(const std::vector<HostWorkProfile>& host_work) {
+  auto one = [](const HostWorkProfile& h) {
+    Json object = Json::object();
+    AddProvenance(h.figure, &object);
+    if (h.threads != 0) object["threads"] = h.threads;
+    for (const HostWorkField& f : kHostWorkFields) object[f.name] = f.get(h);
+    return object;
+  };
+  if (host_work.size() == 1) return one(host_work.front());
+  Json array = Json::array();
+  for (const HostWorkProfile& h : host_work) array.push_back(one(h));
+  return array;
 }
 
 Json MachineIdentityJson(const MachineIdentity& identity) {

@@ -1,6 +1,7 @@
 #include "colibri/sim/sim_host_work.h"
 
 #include <algorithm>
+#include <string>
 
 namespace colibri::sim {
 namespace {
@@ -13,6 +14,23 @@ engine::TimeNs Cost(engine::TimeNs fixed_ns, unsigned __int128 ps) {
 unsigned __int128 Product(uint64_t a, uint64_t b) { return static_cast<unsigned __int128>(a) * b; }
 
 }  // namespace
+
+Result<HostWorkProfile> HostWorkAtThreads(const std::vector<HostWorkProfile>& measured, uint32_t threads) {
+  if (measured.empty()) return Status::InvalidArgument("sim host work: the machine profile has no host_work");
+  const HostWorkProfile* unrecorded = nullptr;
+  std::vector<uint32_t> counts;
+  for (const HostWorkProfile& h : measured) {
+    if (h.threads == threads) return h;
+    if (h.threads == 0 && unrecorded == nullptr) unrecorded = &h;
+    if (h.threads != 0) counts.push_back(h.threads);
+  }
+  if (unrecorded != nullptr) return *unrecorded;
+  std::sort(counts.begin(), counts.end());
+  std::string list;
+  for (uint32_t t : counts) list += (list.empty() ? "" : ", ") + std::to_string(t);
+  return Status::Unsupported("the machine's host_work was measured at " + list + " compute thread(s), not at the " +
+                             std::to_string(threads) + " this run models (calibrate with that many threads)");
+}
 
 Result<std::unique_ptr<SimHostWork>> SimHostWork::Make(const HostWorkProfile& profile, const SimCompute* compute) {
   if (!profile.present) return Status::InvalidArgument("sim host work: the machine profile has no host_work");

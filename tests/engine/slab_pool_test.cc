@@ -32,6 +32,27 @@ TEST(SlabPoolTest, AcquiresLowestFreeSlotAndNeverMoreThanBudget) {
   EXPECT_EQ(p.used_bytes(), 2u * 4096);
 }
 
+// Registrable regions: runs of whole slots within the region limit, covering
+// the pool in order; a slot above the limit stands alone; none for no slots.
+TEST(SlabPoolTest, RegistrableRegionsAreRunsOfWholeSlots) {
+  auto pool = SlabPool::Create(10 * 8192, 8192);
+  ASSERT_TRUE(pool.ok());
+  const std::vector<MemoryRegion> regions = RegistrableRegions(**pool, 3 * 8192 + 100);
+  ASSERT_EQ(regions.size(), 4u);  // 3 + 3 + 3 + 1 slots
+  EXPECT_EQ(regions[0].data, (*pool)->SlotData(0));
+  EXPECT_EQ(regions[1].data, (*pool)->SlotData(3));
+  EXPECT_EQ(regions[2].bytes, 3u * 8192);
+  EXPECT_EQ(regions[3].data, (*pool)->SlotData(9));
+  EXPECT_EQ(regions[3].bytes, 8192u);
+  const std::vector<MemoryRegion> whole = RegistrableRegions(**pool);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].bytes, (*pool)->total_bytes());
+  EXPECT_EQ(RegistrableRegions(**pool, 4096).size(), 10u) << "a slot larger than the limit is its own region";
+  auto empty = SlabPool::Create(0, 8192);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(RegistrableRegions(**empty).empty());
+}
+
 TEST(SlabPoolTest, ZeroBudgetDisablesBelowOneSlotIsAnError) {
   auto empty = SlabPool::Create(0, 4096);
   ASSERT_TRUE(empty.ok());

@@ -89,7 +89,7 @@ TEST_F(ReplayRunTest, MeasuredHostWorkAddsEachStepsCost) {
   c.queue_depth = 1;
   c.staging_slots = 1;
   c.hidden = 256;
-  sim::HostWorkProfile& h = c.machine.machine.host_work;
+  sim::HostWorkProfile h;
   h.present = true;
   h.routing_fixed_ns = 1'000;
   h.routing_ps_per_logit = 2'000;        // 16 experts x 1 token: 32 ns
@@ -101,6 +101,7 @@ TEST_F(ReplayRunTest, MeasuredHostWorkAddsEachStepsCost) {
   h.gather_ps_per_element = 1'000;       // 1 row x 256: 256 ns
   h.aggregation_fixed_ns = 500;
   h.aggregation_ps_per_element = 1'000;  // 1 x 2 x 256: 512 ns
+  c.machine.machine.host_work = {h};     // threads 0: any count
   auto r = RunReplay(c);
   ASSERT_TRUE(r.ok()) << r.status().message();
   const int64_t read_ns = 5000 + 196608 + 20000;  // as in the all-miss sum
@@ -118,6 +119,34 @@ TEST_F(ReplayRunTest, MeasuredHostWorkAddsEachStepsCost) {
   EXPECT_EQ(r.value().step("scheduling").Summarize().max, scheduling_ns);
   EXPECT_EQ(r.value().step("aggregation").Summarize().max, aggregation_ns);
   EXPECT_EQ(r.value().step("layer_batch").Summarize().max, batch_ns);
+}
+
+// Host work measured at several thread counts: the run's count picks its
+// entry; a count not measured is refused, naming those measured.
+TEST_F(ReplayRunTest, HostWorkOfTheRunsThreadCount) {
+  ReplayConfig c = Config(WriteTrace(2, 3), "serial-h100");
+  c.hidden = 256;
+  sim::HostWorkProfile one;
+  one.present = true;
+  one.threads = 1;
+  one.routing_fixed_ns = 1'000;
+  sim::HostWorkProfile two = one;
+  two.threads = 2;
+  two.routing_fixed_ns = 70'000;
+  c.machine.machine.host_work = {one, two};
+  c.threads = 1;
+  auto r = RunReplay(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().step("routing").Summarize().max, 1'000);
+  c.threads = 2;
+  r = RunReplay(c);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r.value().step("routing").Summarize().max, 70'000);
+  c.threads = 4;
+  r = RunReplay(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("measured at 1, 2 compute thread(s), not at the 4"), std::string::npos)
+      << r.status().message();
 }
 
 // A modelled GPU computes from device memory: with no L1 each expert is copied

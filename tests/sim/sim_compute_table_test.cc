@@ -159,25 +159,35 @@ TEST(ComputeTableProfileTest, RoundTripAndErrors) {
   refused(doc, "unknown field gate_table.entries[0].dtype");
 }
 
-TEST(HostWorkProfileTest, MachineRoundTripAndErrors) {
+// A machine profile with the given name and no measured parts.
+MachineProfile TestMachine(const std::string& name) {
   MachineProfile m;
-  m.name = "measured-test-20261201";
+  m.name = name;
   m.description = "a test";
   m.nvme = "n";
   m.pcie = "p";
   m.compute = "c";
-  m.host_work.present = true;
-  m.host_work.scheduling_fixed_ns = 1234;
-  m.host_work.gather_ps_per_element = 99;
-  m.host_work.figure = Figure{"host_work", Basis::kMeasured, "the test", ""};
+  return m;
+}
+
+TEST(HostWorkProfileTest, MachineRoundTripAndErrors) {
+  MachineProfile m = TestMachine("measured-test-20261201");
+  HostWorkProfile h;
+  h.present = true;
+  h.scheduling_fixed_ns = 1234;
+  h.gather_ps_per_element = 99;
+  h.figure = Figure{"host_work", Basis::kMeasured, "the test", ""};
+  m.host_work = {h};
   m.identity = MachineIdentity{"AMD EPYC 9R14", "avx2 avx512f", 2, 24ull << 30, "6.1.0", "vda", "2026-12-01", "abc"};
   auto text = MachineProfileJson(m);
   ASSERT_TRUE(text.ok());
   auto back = ParseMachineProfile(text.value(), "m.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_TRUE(back.value().host_work.present);
-  EXPECT_EQ(back.value().host_work.scheduling_fixed_ns, 1234);
-  EXPECT_EQ(back.value().host_work.gather_ps_per_element, 99u);
+  ASSERT_EQ(back.value().host_work.size(), 1u);
+  EXPECT_TRUE(back.value().host_work[0].present);
+  EXPECT_EQ(back.value().host_work[0].threads, 0u) << "a single entry without threads fits any count";
+  EXPECT_EQ(back.value().host_work[0].scheduling_fixed_ns, 1234);
+  EXPECT_EQ(back.value().host_work[0].gather_ps_per_element, 99u);
   EXPECT_EQ(back.value().identity.cpu_model, "AMD EPYC 9R14");
   EXPECT_EQ(back.value().identity.ram_bytes, 24ull << 30);
   Json doc = Json::parse(text.value());
@@ -191,6 +201,65 @@ TEST(HostWorkProfileTest, MachineRoundTripAndErrors) {
   parsed = ParseMachineProfile(doc.dump(), "bad.json");
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.status().message().find("identity.cores"), std::string::npos) << parsed.status().message();
+}
+
+// One host_work entry per thread count: written as an array, read back in
+// order; an entry without threads, a repeated count or a bad count refused.
+TEST(HostWorkProfileTest, OneEntryPerThreadCount) {
+  MachineProfile m = TestMachine("measured-test-20261202");
+  HostWorkProfile one;
+  one.present = true;
+  one.threads = 1;
+  one.routing_fixed_ns = 400;
+  one.figure = Figure{"host_work", Basis::kMeasured, "the test", ""};
+  HostWorkProfile two = one;
+  two.threads = 2;
+  two.routing_fixed_ns = 73'000;
+  m.host_work = {one, two};
+  auto text = MachineProfileJson(m);
+  ASSERT_TRUE(text.ok());
+  auto back = ParseMachineProfile(text.value(), "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back.value().host_work.size(), 2u);
+  EXPECT_EQ(back.value().host_work[1].threads, 2u);
+  EXPECT_EQ(back.value().host_work[1].routing_fixed_ns, 73'000);
+
+  auto at = HostWorkAtThreads(back.value().host_work, 2);
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(at.value().routing_fixed_ns, 73'000);
+  at = HostWorkAtThreads(back.value().host_work, 3);
+  ASSERT_FALSE(at.ok());
+  EXPECT_NE(at.status().message().find("measured at 1, 2 compute thread(s), not at the 3"), std::string::npos)
+      << at.status().message();
+  EXPECT_FALSE(HostWorkAtThreads({}, 1).ok());
+  HostWorkProfile any = one;
+  any.threads = 0;
+  at = HostWorkAtThreads({two, any}, 1);
+  ASSERT_TRUE(at.ok()) << "an entry that did not record its count fits any";
+  EXPECT_EQ(at.value().routing_fixed_ns, 400);
+
+  auto refused = [](const Json& doc, const std::string& expected) {
+    auto parsed = ParseMachineProfile(doc.dump(), "bad.json");
+    ASSERT_FALSE(parsed.ok()) << expected;
+    EXPECT_NE(parsed.status().message().find(expected), std::string::npos) << parsed.status().message();
+  };
+  const Json good = Json::parse(text.value());
+  ASSERT_TRUE(good["host_work"].is_array());
+  Json doc = good;
+  doc["host_work"][1].erase("threads");
+  refused(doc, "missing field host_work[1].threads");
+  doc = good;
+  doc["host_work"][1]["threads"] = 1;
+  refused(doc, "host_work[1].threads: expected one entry per thread count");
+  doc = good;
+  doc["host_work"][0]["threads"] = 0;
+  refused(doc, "host_work[0].threads");
+  doc = good;
+  doc["host_work"] = Json::array();
+  refused(doc, "field host_work: expected an object, or a non-empty array");
+  doc = good;
+  doc["host_work"][0]["threds"] = 1;
+  refused(doc, "unknown field host_work[0].threds");
 }
 
 }  // namespace

@@ -6,7 +6,9 @@
 // with every expert resident in L2 (no reads: routing, scheduling, gather
 // and aggregation alone) and once with no L2 (every expert read: the cost of
 // submitting reads). The gate GEMV is timed apart on CpuCompute (it is also
-// the profile's gate table), and each step is fitted.
+// the profile's gate table), and each step is fitted, once per thread count:
+// the compute pool's dispatch is part of the routing step and of every
+// batch's kernels, and its cost depends on how many workers it wakes.
 //
 // These are synthetic micro-workloads, one batch shape at a time: nothing
 // like the fidelity harness's whole workloads (replay/fidelity.h).
@@ -32,16 +34,21 @@ struct HostWorkRunsOptions {
   uint32_t hidden = 2048;
   std::vector<uint32_t> tokens = {1, 2, 4, 8, 16, 32, 64, 128, 256};
   uint32_t repeats = 5;                 // batches per token count and layer
-  uint32_t threads = 1;                 // CpuCompute's in the engine runs (the engine's own work is single-threaded)
-  std::vector<uint32_t> gate_threads = {1};  // the gate GEMV's table columns (threads must be among them)
+  std::vector<uint32_t> threads = {1};  // CpuCompute's in the engine runs, one fit each; also the gate table's columns
   uint64_t seed = 1;
   std::function<void(size_t, size_t)> progress;  // (done, total); may be empty
 };
 
-struct HostWorkMeasurement {
+// The engine runs at one thread count.
+struct HostWorkAtThreads {
+  uint32_t threads = 0;
   std::vector<sim::HostWorkSample> samples;
-  sim::HostWorkFit fit;
-  std::vector<sim::KernelTimes> gate;   // the gate GEMV's median per token count, one entry per gate_threads
+  sim::HostWorkFit fit;                 // fit.profile.threads set
+};
+
+struct HostWorkMeasurement {
+  std::vector<HostWorkAtThreads> runs;  // one per thread count, in the options' order
+  std::vector<sim::KernelTimes> gate;   // the gate GEMV's median per token count, one entry per thread count
 };
 
 Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& options);

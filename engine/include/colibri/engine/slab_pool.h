@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "colibri/engine/storage.h"
 #include "colibri/status.h"
 
 namespace colibri::engine {
@@ -84,5 +85,13 @@ class SlabPool {
   std::function<void(std::byte*)> release_;  // kWrapped
   std::vector<uint32_t> free_;  // a min-heap of free slot indices
 };
+
+// The kernel's limit on one io_uring fixed buffer.
+inline constexpr uint64_t kMaxRegisteredRegionBytes = 1ull << 30;
+
+// The pool's slots as regions for StorageBackend::RegisterBuffers: runs of
+// whole slots, at most `max_region_bytes` each (a single slot when a slot is
+// larger). Empty for an empty pool.
+std::vector<MemoryRegion> RegistrableRegions(const SlabPool& pool, uint64_t max_region_bytes = kMaxRegisteredRegionBytes);
 
 }  // namespace colibri::engine

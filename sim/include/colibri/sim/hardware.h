@@ -133,9 +133,13 @@ struct ComputeProfile {
 // measured by `colibri calibrate` from the real engine's step times; absent
 // (all zero) in published profiles, where that work is modelled as free.
 // Linear in what each step handles; per-unit costs in picoseconds so that
-// they stay integers.
+// they stay integers. One per CpuCompute thread count measured: the routing
+// step's gate GEMV and every kernel call dispatch to the compute pool, whose
+// wake-up is most of a small batch's routing at 2 threads on a VM (a 1-token
+// gate GEMV: 0.4 us at 1 thread, 73.5 us at 2; measured 2026-12-02).
 struct HostWorkProfile {
   bool present = false;
+  uint32_t threads = 0;  // the engine's compute threads when measured; 0: not recorded (older profiles), fits any
   // The whole routing step (gate GEMV, scoring, top-k, capacity) as the
   // engine measured it on the calibrated router shape (experts x hidden).
   TimeNs routing_fixed_ns = 0;
@@ -184,7 +188,7 @@ struct MachineProfile {
   std::string nvme;         // component ids
   std::string pcie;
   std::string compute;
-  HostWorkProfile host_work;  // optional
+  std::vector<HostWorkProfile> host_work;  // optional: at most one per thread count (HostWorkAtThreads)
   HostMemoryProfile host_memory;  // optional
   MachineIdentity identity;   // optional: set on measured profiles
 };

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "colibri/engine/host_work.h"
 #include "colibri/sim/hardware.h"
@@ -23,6 +24,12 @@
 #include "colibri/status.h"
 
 namespace colibri::sim {
+
+// The profile of `measured` (a machine's host_work) for a run at `threads`
+// compute threads: the one measured at that count, else one that did not
+// record its count (threads 0). Errors: Unsupported naming the counts measured
+// when none fits; InvalidArgument when `measured` is empty.
+Result<HostWorkProfile> HostWorkAtThreads(const std::vector<HostWorkProfile>& measured, uint32_t threads);
 
 class SimHostWork final : public engine::HostWorkModel {
  public:
