@@ -15,6 +15,7 @@
 #include "colibri/sim/machine_identity.h"
 #include "colibri/sim/profile_json.h"
 #include "colibri/sim/profiles.h"
+#include "colibri/sim/read_grid.h"
 #include "colibri/traces/model_config.h"
 
 namespace colibri::calibrate {
@@ -120,6 +121,8 @@ Result<CalibrateReport> Calibrate(const CalibrateOptions& o) {
   host.seed = o.seed;
   if (o.quick) host.repeats = 3;
   host.progress = stage("engine");
+  const sim::ReadGrid& grid = report.storage.grid;
+  host.read_submit_ns = [&grid](uint64_t read_bytes, uint32_t depth) { return sim::ReadSubmitNs(grid, read_bytes, depth); };
   COLIBRI_ASSIGN_OR_RETURN(report.host_work, MeasureHostWork(host));
 
   COLIBRI_ASSIGN_OR_RETURN(report.host_copies,

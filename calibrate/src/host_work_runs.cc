@@ -39,8 +39,10 @@ struct ScratchModel {
   }
 };
 
-// One layer batch as the fit takes it (gate_ns is filled in later).
-sim::HostWorkSample Sample(const HostWorkRunsOptions& o, uint32_t tokens, const engine::LayerBatchReport& report) {
+// One layer batch as the fit takes it (gate_ns is filled in later);
+// `submitted_ns` is the submission cost of the reads its scheduling step issued.
+sim::HostWorkSample Sample(const HostWorkRunsOptions& o, uint32_t tokens, const engine::LayerBatchReport& report,
+                           engine::TimeNs submitted_ns) {
   sim::HostWorkSample s;
   s.tokens = tokens;
   s.top_k = o.top_k;
@@ -50,7 +52,7 @@ sim::HostWorkSample Sample(const HostWorkRunsOptions& o, uint32_t tokens, const 
   s.reads = report.nvme_reads;
   const engine::StepTimes& t = report.step_ns;
   s.routing_ns = t.routing;
-  s.scheduling_ns = t.scheduling;
+  s.scheduling_ns = std::max<engine::TimeNs>(0, t.scheduling - submitted_ns);
   s.aggregation_ns = t.aggregation;
   s.gather_ns = std::max<engine::TimeNs>(0, t.total - t.routing - t.scheduling - t.compute - t.host_to_device - t.aggregation);
   s.use_for_gather = report.nvme_reads == 0;
@@ -76,6 +78,12 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
   std::filesystem::remove_all(model.dir, error);
   COLIBRI_ASSIGN_OR_RETURN(const engine::ModelConfig made, engine::SynthModel(shape, o.seed, model.dir));
   const uint64_t everything = uint64_t{kLayers} * o.experts * made.layout.block_bytes;
+  // submitted_ns[n]: the submission of a burst of n reads, the i-th with i - 1 in flight.
+  constexpr uint32_t kQueueDepth = 32;
+  std::vector<engine::TimeNs> submitted_ns(kQueueDepth + 1, 0);
+  for (uint32_t n = 1; n <= kQueueDepth; ++n) {
+    submitted_ns[n] = submitted_ns[n - 1] + (o.read_submit_ns ? o.read_submit_ns(made.layout.block_bytes, n) : 0);
+  }
 
   HostWorkMeasurement out;
   const size_t total = o.threads.size() * (2 * o.tokens.size() + 1);
@@ -89,7 +97,7 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
       engine::LocalEngineOptions options;
       options.model_dir = model.dir;
       options.storage = "auto";
-      options.queue_depth = 32;
+      options.queue_depth = kQueueDepth;
       options.threads = threads;
       options.engine.l2_bytes = l2_bytes;
       COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::LocalEngine> e, engine::LocalEngine::Open(options));
@@ -109,7 +117,9 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
           for (uint32_t layer = 0; layer < kLayers; ++layer) {
             engine::LayerBatchReport report;
             COLIBRI_RETURN_IF_ERROR(e->moe->Forward(layer, x.data(), tokens, y.data(), &report, nullptr));
-            run.samples.push_back(Sample(o, tokens, report));
+            // Without L2 every read goes to a staging slot: the scheduling step issues as many as there are slots.
+            const uint64_t issued = std::min<uint64_t>({report.nvme_reads, options.engine.staging_slots, options.queue_depth});
+            run.samples.push_back(Sample(o, tokens, report, submitted_ns[issued]));
           }
         }
         if (o.progress) o.progress(++done, total);

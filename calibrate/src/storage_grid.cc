@@ -172,6 +172,7 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
                                   o.seconds_per_point_ns / passes, ++seed, o.file_bytes));
       COLIBRI_ASSIGN_OR_RETURN(sim::ReadGridPoint point,
                                sim::MakeReadGridPoint(read_bytes, depth, reads.latencies_ns, reads.elapsed_ns));
+      point.submit_ns = std::max<engine::TimeNs>(1, QuantileOf(reads.submit_ns, 0.5));
       measured[i].push_back(std::move(point));
       if (o.progress) o.progress(pass * points.size() + i + 1, passes * points.size());
     }
@@ -227,6 +228,7 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     fit.measured_bytes_per_s = p.bytes_per_s;
     const size_t median = 5, p99 = 9;  // kReadGridQuantiles' p50 and p99
     fit.measured_p50_ns = p.latency_ns[median];
+    fit.measured_submit_ns = p.submit_ns;
     fit.measured_p99_ns = p.latency_ns[p99];
     fit.pass_p99_spread = p99_spreads[out.fits.size()];
     const uint64_t reads = std::max<uint64_t>(p.reads, 200);

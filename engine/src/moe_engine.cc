@@ -455,6 +455,7 @@ class MoeEngine::Batch {
     e_.prefetch_.issued_bytes += request.bytes;
     ++prefetch_reads_;
     prefetch_bytes_ += request.bytes;
+    e_.ChargeReadSubmit(request.bytes);
     return e_.backends_.storage->Submit(request);
   }
 
@@ -482,6 +483,7 @@ class MoeEngine::Batch {
     request.buffer = const_cast<std::byte*>(w.read_into);
     request.tag = i;
     if (reads_submitted_++ == 0) first_read_submit_ = e_.backends_.loop->Now();
+    e_.ChargeReadSubmit(request.bytes);
     return e_.backends_.storage->Submit(request);
   }
 
@@ -711,6 +713,14 @@ Status MoeEngine::ReleaseL2Slot(ExpertKey victim) {
   if (slot >= 0) l2_pool_->Release(static_cast<uint32_t>(slot));  // < 0: a failed prefetch already freed it
   slot = -1;
   return Status::Ok();
+}
+
+void MoeEngine::ChargeReadSubmit(uint64_t bytes) {
+  const HostWorkModel* model = backends_.host_work;
+  if (model == nullptr) return;
+  const size_t in_flight = backends_.storage->outstanding();
+  if (in_flight >= backends_.storage->caps().queue_depth) return;
+  ChargeHostWork(*backends_.loop, model->ReadSubmitNs(bytes, in_flight));
 }
 
 Status MoeEngine::FinishPrefetches() {

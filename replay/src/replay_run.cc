@@ -238,7 +238,7 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   // The engine's own work takes modelled time only on a fully modelled machine that measured it.
   if (simulated && !c.machine.machine.host_work.empty()) {
     COLIBRI_ASSIGN_OR_RETURN(const sim::HostWorkProfile host_work, sim::HostWorkAtThreads(c.machine.machine.host_work, c.threads));
-    COLIBRI_ASSIGN_OR_RETURN(rig->host_work, sim::SimHostWork::Make(host_work, rig->sim_compute));
+    COLIBRI_ASSIGN_OR_RETURN(rig->host_work, sim::SimHostWork::Make(host_work, rig->sim_compute, c.machine.nvme.read_grid));
   }
   const engine::EngineBackends backends{rig->loop.get(), rig->storage.get(), rig->transfer.get(), rig->compute.get(),
                                         nullptr, rig->host_work.get()};

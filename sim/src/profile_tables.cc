@@ -10,7 +10,7 @@ namespace colibri::sim::profile_internal {
 namespace {
 
 constexpr std::string_view kReadGridFields[] = {"basis", "source", "note", "quantiles", "burst", "points"};
-constexpr std::string_view kGridPointFields[] = {"read_bytes", "queue_depth", "reads", "bytes_per_s", "latency_ns"};
+constexpr std::string_view kGridPointFields[] = {"read_bytes", "queue_depth", "reads", "bytes_per_s", "latency_ns", "submit_ns"};
 constexpr std::string_view kTableFields[] = {"basis", "source", "note", "entries"};
 constexpr std::string_view kFfnEntryFields[] = {"dtype", "hidden", "intermediate", "threads", "tokens", "ns"};
 constexpr std::string_view kGateEntryFields[] = {"experts", "hidden", "threads", "tokens", "ns"};
@@ -115,6 +115,10 @@ Result<ReadGridPoint> ReadGridPointAt(const Reader& r, const Json& point, const 
     }
   }
   p.latency_ns.assign(ns.begin(), ns.end());
+  if (point.contains("submit_ns")) {  // optional: older grids did not measure it
+    COLIBRI_ASSIGN_OR_RETURN(const uint64_t submit, r.PlainInteger(point, prefix, "submit_ns", latency));
+    p.submit_ns = static_cast<TimeNs>(submit);
+  }
   return p;
 }
 
@@ -311,11 +315,13 @@ Json ReadGridJson(const ReadGrid& grid) {
   object["burst"] = grid.burst == ReadGridBurst::kShared ? "shared" : "independent";
   Json points = Json::array();
   for (const ReadGridPoint& p : grid.points) {
-    points.push_back(Json{{"read_bytes", p.read_bytes},
-                          {"queue_depth", p.queue_depth},
-                          {"reads", p.reads},
-                          {"bytes_per_s", p.bytes_per_s},
-                          {"latency_ns", p.latency_ns}});
+    Json point{{"read_bytes", p.read_bytes},
+               {"queue_depth", p.queue_depth},
+               {"reads", p.reads},
+               {"bytes_per_s", p.bytes_per_s},
+               {"latency_ns", p.latency_ns}};
+    if (p.submit_ns > 0) point["submit_ns"] = p.submit_ns;
+    points.push_back(std::move(point));
   }
   object["points"] = std::move(points);
   return object;

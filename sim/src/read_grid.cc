@@ -62,6 +62,53 @@ Result<ReadGridPoint> MakeReadGridPoint(uint64_t read_bytes, uint32_t queue_dept
   return p;
 }
 
+namespace {
+
+long double Lerp(uint64_t x0, long double y0, uint64_t x1, long double y1, uint64_t x) {
+  return y0 + (y1 - y0) * static_cast<long double>(x - x0) / static_cast<long double>(x1 - x0);
+}
+
+// The submit cost of one size's points (ascending depths) at `depth`.
+long double SubmitAtDepth(const std::vector<std::pair<uint32_t, TimeNs>>& by_depth, uint32_t depth) {
+  if (depth <= by_depth.front().first) return static_cast<long double>(by_depth.front().second);
+  for (size_t i = 1; i < by_depth.size(); ++i) {
+    if (depth <= by_depth[i].first) {
+      return Lerp(by_depth[i - 1].first, by_depth[i - 1].second, by_depth[i].first, by_depth[i].second, depth);
+    }
+  }
+  return static_cast<long double>(by_depth.back().second);
+}
+
+}  // namespace
+
+TimeNs ReadSubmitNs(const ReadGrid& grid, uint64_t read_bytes, uint32_t depth) {
+  std::vector<std::pair<uint64_t, std::vector<std::pair<uint32_t, TimeNs>>>> sizes;  // ascending sizes, then depths
+  std::vector<const ReadGridPoint*> measured;
+  for (const ReadGridPoint& p : grid.points) {
+    if (p.submit_ns > 0) measured.push_back(&p);
+  }
+  if (measured.empty()) return 0;
+  std::sort(measured.begin(), measured.end(), [](const ReadGridPoint* a, const ReadGridPoint* b) {
+    return a->read_bytes != b->read_bytes ? a->read_bytes < b->read_bytes : a->queue_depth < b->queue_depth;
+  });
+  for (const ReadGridPoint* p : measured) {
+    if (sizes.empty() || sizes.back().first != p->read_bytes) sizes.push_back({p->read_bytes, {}});
+    sizes.back().second.emplace_back(p->queue_depth, p->submit_ns);
+  }
+  std::vector<std::pair<uint64_t, long double>> curve;  // (read_bytes, cost at `depth`)
+  for (const auto& [bytes, by_depth] : sizes) curve.emplace_back(bytes, SubmitAtDepth(by_depth, depth));
+  long double y;
+  if (read_bytes <= curve.front().first || curve.size() == 1) {
+    y = read_bytes <= curve.front().first ? curve.front().second : curve.back().second;
+  } else {
+    size_t hi = 1;
+    while (hi < curve.size() - 1 && curve[hi].first < read_bytes) ++hi;
+    y = Lerp(curve[hi - 1].first, curve[hi - 1].second, curve[hi].first, curve[hi].second, read_bytes);
+    if (read_bytes > curve.back().first) y = std::max(y, curve.back().second);
+  }
+  return static_cast<TimeNs>(std::llround(std::max<long double>(y, 0)));
+}
+
 Result<ReadGridModel> ReadGridModel::Make(const ReadGrid& grid, const std::string& what) {
   if (grid.empty()) return Status::InvalidArgument(what + ": the read grid has no points");
   COLIBRI_RETURN_IF_ERROR(CheckQuantiles(grid.quantiles, what));
@@ -215,12 +262,16 @@ Result<ClosedLoopReads> RunClosedLoopReads(engine::StorageBackend& storage, cons
   Rng offsets(DeriveSeed(seed, "closed_loop_offsets"));
   const uint64_t slots = file_bytes / read_bytes;
   // A read's tag is its buffer slot; a completion frees it for the next read.
+  ClosedLoopReads out;
   auto submit = [&](uint64_t slot) {
     const uint64_t offset = (offsets.NextU64() % slots) * read_bytes;
-    return storage.Submit(engine::ReadRequest{offset, read_bytes, buffers + slot * read_bytes, slot});
+    const TimeNs before = clock.Now();
+    Status status = storage.Submit(engine::ReadRequest{offset, read_bytes, buffers + slot * read_bytes, slot});
+    out.submit_ns.push_back(clock.Now() - before);
+    return status;
   };
-  ClosedLoopReads out;
   out.latencies_ns.reserve(reads);
+  out.submit_ns.reserve(reads);
   const TimeNs first_submit = clock.Now();
   uint64_t submitted = 0;
   for (; submitted < std::min<uint64_t>(queue_depth, reads); ++submitted) COLIBRI_RETURN_IF_ERROR(submit(submitted));

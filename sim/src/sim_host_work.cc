@@ -32,11 +32,21 @@ Result<HostWorkProfile> HostWorkAtThreads(const std::vector<HostWorkProfile>& me
                              std::to_string(threads) + " this run models (calibrate with that many threads)");
 }
 
-Result<std::unique_ptr<SimHostWork>> SimHostWork::Make(const HostWorkProfile& profile, const SimCompute* compute) {
+Result<std::unique_ptr<SimHostWork>> SimHostWork::Make(const HostWorkProfile& profile, const SimCompute* compute,
+                                                       const ReadGrid& read_grid) {
   if (!profile.present) return Status::InvalidArgument("sim host work: the machine profile has no host_work");
   if (compute == nullptr) return Status::InvalidArgument("sim host work: no compute model for the gate GEMV");
   COLIBRI_RETURN_IF_ERROR(compute->GateGemvNs(1, 1, 1).status());
-  return std::unique_ptr<SimHostWork>(new SimHostWork(profile, compute));
+  ReadGrid submit_points;
+  for (const ReadGridPoint& p : read_grid.points) {
+    if (p.submit_ns > 0) submit_points.points.push_back(p);
+  }
+  return std::unique_ptr<SimHostWork>(new SimHostWork(profile, compute, std::move(submit_points)));
+}
+
+engine::TimeNs SimHostWork::ReadSubmitNs(uint64_t bytes, size_t in_flight) const {
+  const uint32_t depth = static_cast<uint32_t>(std::min<size_t>(in_flight + 1, UINT32_MAX));
+  return sim::ReadSubmitNs(submit_points_, bytes, depth);
 }
 
 engine::TimeNs SimHostWork::RoutingNs(size_t tokens, uint32_t experts, uint32_t hidden, bool gate_charged) const {

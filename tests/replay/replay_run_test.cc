@@ -13,6 +13,7 @@
 
 #include "colibri/engine/local_engine.h"
 #include "colibri/replay/cache_lab.h"
+#include "colibri/sim/read_grid.h"
 #include "colibri/sim/sim_compute.h"
 #include "colibri/sim/sim_transfer.h"
 #include "colibri/sim/sim_event_loop.h"
@@ -147,6 +148,37 @@ TEST_F(ReplayRunTest, HostWorkOfTheRunsThreadCount) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("measured at 1, 2 compute thread(s), not at the 4"), std::string::npos)
       << r.status().message();
+}
+
+// Read submission (sim::ReadSubmitNs of the drive's grid) is charged to the
+// engine's thread before each read the storage issues at once: at queue
+// depth 1 only a batch's first read, at depth 4 both of its two.
+TEST_F(ReplayRunTest, ReadSubmissionIsChargedPerReadIssuedAtOnce) {
+  ReplayConfig c = Config(WriteTrace(3, 3), "serial-h100");
+  c.hidden = 256;
+  c.staging_slots = 4;
+  c.machine.nvme.queue_depth = 64;  // serial-h100's drive takes one read at a time
+  sim::HostWorkProfile host;
+  host.present = true;
+  c.machine.machine.host_work = {host};
+  const uint64_t block_bytes = 196608;  // bf16 H=256 I=128
+  auto scheduling_max = [&](engine::TimeNs submit_ns, uint32_t depth) -> engine::TimeNs {
+    c.queue_depth = depth;
+    // Reads of 1 ms, far longer than the submissions, so none completes while they are charged.
+    auto p = sim::MakeReadGridPoint(block_bytes, 1, std::vector<engine::TimeNs>(16, 1'000'000), 16'000'000);
+    EXPECT_TRUE(p.ok()) << p.status().message();
+    sim::ReadGridPoint point = p.value();
+    point.submit_ns = submit_ns;
+    c.machine.nvme.read_grid = sim::ReadGrid{};
+    c.machine.nvme.read_grid.quantiles.assign(std::begin(sim::kReadGridQuantiles), std::end(sim::kReadGridQuantiles));
+    c.machine.nvme.read_grid.points = {point};
+    auto r = RunReplay(c);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    return r.ok() ? r.value().step("scheduling").Summarize().max : -1;
+  };
+  const engine::TimeNs none = scheduling_max(0, 1);
+  EXPECT_EQ(scheduling_max(50'000, 1), none + 50'000);
+  EXPECT_EQ(scheduling_max(50'000, 4), scheduling_max(0, 4) + 2 * 50'000);
 }
 
 // A modelled GPU computes from device memory: with no L1 each expert is copied

@@ -190,6 +190,12 @@ TEST(ReadGridTest, ProfileRoundTripAndErrors) {
     EXPECT_EQ(back.value().read_grid.points[i].latency_ns, p.read_grid.points[i].latency_ns);
     EXPECT_EQ(back.value().read_grid.points[i].bytes_per_s, p.read_grid.points[i].bytes_per_s);
   }
+  EXPECT_EQ(back.value().read_grid.points[0].submit_ns, 0) << "not measured: absent from the file";
+  p.read_grid.points[0].submit_ns = 1'234;
+  auto with_submit = ParseNvmeProfile(NvmeProfileJson(p).value(), "measured.json");
+  ASSERT_TRUE(with_submit.ok()) << with_submit.status().message();
+  EXPECT_EQ(with_submit.value().read_grid.points[0].submit_ns, 1'234);
+  p.read_grid.points[0].submit_ns = 0;
   EXPECT_EQ(back.value().read_grid.figure.source, "the test's closed loop");
   EXPECT_EQ(back.value().read_grid.burst, ReadGridBurst::kIndependent);
   p.read_grid.burst = ReadGridBurst::kShared;
@@ -216,6 +222,9 @@ TEST(ReadGridTest, ProfileRoundTripAndErrors) {
   doc = good;
   doc["read_grid"]["points"].erase(0);  // 4096 bytes at depth 1
   refused(doc, "queue_depth 1");
+  doc = good;
+  doc["read_grid"]["points"][0]["submit_ns"] = -5;
+  refused(doc, "read_grid.points[0].submit_ns");
   doc = good;
   doc["read_grid"]["surprise"] = 1;
   refused(doc, "unknown field read_grid.surprise");
@@ -263,6 +272,35 @@ TEST(ReadGridTest, ASharedBurstDrawsOneUniform) {
   }
   EXPECT_FALSE(SimulateReadBursts(p, 65536, 0, 50, kSeed).ok());
   EXPECT_FALSE(SimulateReadBursts(p, 5000, 4, 50, kSeed).ok());
+}
+
+// The submission cost per read: per measured size linear in the depth
+// between measured depths (the nearest outside them), then linear in the size
+// between sizes, flat below the smallest, along the last slope above the
+// largest; points without it are ignored.
+TEST(ReadGridTest, ReadSubmitNsInterpolatesSizeAndDepth) {
+  ReadGrid grid;
+  EXPECT_EQ(ReadSubmitNs(grid, 1 << 20, 1), 0) << "nothing measured";
+  auto point = [](uint64_t bytes, uint32_t depth, TimeNs submit) {
+    ReadGridPoint p;
+    p.read_bytes = bytes;
+    p.queue_depth = depth;
+    p.submit_ns = submit;
+    return p;
+  };
+  grid.points = {point(1 << 20, 1, 30'000), point(1 << 20, 4, 12'000), point(4 << 20, 1, 90'000),
+                 point(16 << 20, 1, 0), point(8 << 20, 1, 130'000)};
+  EXPECT_EQ(ReadSubmitNs(grid, 4096, 1), 30'000);
+  EXPECT_EQ(ReadSubmitNs(grid, 1 << 20, 1), 30'000);
+  EXPECT_EQ(ReadSubmitNs(grid, 1 << 20, 2), 24'000);   // a third of the way from depth 1 to 4
+  EXPECT_EQ(ReadSubmitNs(grid, 1 << 20, 32), 12'000);  // past the deepest measured: its cost
+  EXPECT_EQ(ReadSubmitNs(grid, 2 << 20, 1), 50'000);   // a third of the way from 1 to 4 MiB
+  EXPECT_EQ(ReadSubmitNs(grid, 4 << 20, 1), 90'000);
+  EXPECT_EQ(ReadSubmitNs(grid, 4 << 20, 8), 90'000) << "4 MiB measured at depth 1 only";
+  EXPECT_EQ(ReadSubmitNs(grid, 6 << 20, 1), 110'000);
+  EXPECT_EQ(ReadSubmitNs(grid, 12 << 20, 1), 170'000);  // the 4-8 MiB slope, 10 us per MiB
+  grid.points = {point(1 << 20, 1, 30'000)};
+  EXPECT_EQ(ReadSubmitNs(grid, 12 << 20, 1), 30'000) << "one size: its cost";
 }
 
 }  // namespace

@@ -5,7 +5,11 @@
 // intermediate size, since the FFNs are not what is measured here), once
 // with every expert resident in L2 (no reads: routing, scheduling, gather
 // and aggregation alone) and once with no L2 (every expert read: the cost of
-// submitting reads). The gate GEMV is timed apart on CpuCompute (it is also
+// submitting reads). The submission system calls themselves are the storage
+// grid's (ReadGridPoint::submit_ns, charged per read by SimHostWork): given
+// `read_submit_ns`, the reads a batch submits during its scheduling step
+// (as many as the staging slots allow) are taken out of that step before
+// the fit, so they are not counted twice. The gate GEMV is timed apart on CpuCompute (it is also
 // the profile's gate table), and each step is fitted, once per thread count:
 // the compute pool's dispatch is part of the routing step and of every
 // batch's kernels, and its cost depends on how many workers it wakes.
@@ -21,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/engine/clock.h"
 #include "colibri/sim/hardware.h"
 #include "colibri/sim/host_work_fit.h"
 #include "colibri/status.h"
@@ -37,6 +42,10 @@ struct HostWorkRunsOptions {
   std::vector<uint32_t> threads = {1};  // CpuCompute's in the engine runs, one fit each; also the gate table's columns
   uint64_t seed = 1;
   std::function<void(size_t, size_t)> progress;  // (done, total); may be empty
+  // The cost of submitting one read of the given size as the depth-th in
+  // flight (sim::ReadSubmitNs of the measured grid); may be empty (nothing
+  // taken out).
+  std::function<engine::TimeNs(uint64_t read_bytes, uint32_t depth)> read_submit_ns;
 };
 
 // The engine runs at one thread count.

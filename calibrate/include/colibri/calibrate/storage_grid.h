@@ -63,6 +63,7 @@ struct PointFit {
   uint32_t queue_depth = 0;
   uint64_t measured_bytes_per_s = 0;
   engine::TimeNs measured_p50_ns = 0, measured_p99_ns = 0;  // of the pass kept
+  engine::TimeNs measured_submit_ns = 0;  // median time inside Submit (ReadGridPoint::submit_ns)
   double pass_p99_spread = 0;         // (largest - smallest p99 over the passes) / the kept p99
   double grid_throughput_error = 0;   // (model - measured) / measured
   double grid_p50_error = 0, grid_p99_error = 0;

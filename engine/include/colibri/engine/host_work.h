@@ -11,6 +11,10 @@
 //    scoring); Forward charges it with gate_charged = true after the compute
 //    backend's GateGemv (which keeps its own time);
 //  - scheduling: after the lookups, before the reads are submitted;
+//  - read submission: before each read (demand or prefetch) that the storage
+//    issues at once (fewer than its queue depth outstanding); a read that
+//    waits inside the backend is issued, on the real engine, while the engine
+//    waits for a completion, which this does not charge;
 //  - gather: before each expert's FFN (its inputs gathered, outputs scattered);
 //  - aggregation: at the end of the batch.
 // Meant for modelled runs (a model has no business on the real loop, whose
@@ -36,6 +40,9 @@ class HostWorkModel {
   // Scheduling a batch of `tokens` x `top_k` assignments over `distinct_experts`
   // of which `reads` need an NVMe read.
   virtual TimeNs SchedulingNs(size_t tokens, uint32_t top_k, uint32_t distinct_experts, uint32_t reads) const = 0;
+  // Handing one read of `bytes` to the storage (the submission system call)
+  // while `in_flight` other reads are outstanding.
+  virtual TimeNs ReadSubmitNs(uint64_t bytes, size_t in_flight) const = 0;
   // Gathering `rows` input rows of `hidden` floats for one expert and scattering its outputs.
   virtual TimeNs GatherNs(size_t rows, uint32_t hidden) const = 0;
   // Summing `tokens` x `top_k` weighted expert outputs of `hidden` floats.

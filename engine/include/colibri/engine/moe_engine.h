@@ -266,6 +266,10 @@ class MoeEngine {
   void DrainStorage();
   // Frees the L2 slot of an evicted entry, once a prefetch read into it (if any) is done.
   Status ReleaseL2Slot(ExpertKey victim);
+  // With a host work model: moves the loop's clock by the submission of a
+  // read of `bytes` about to be submitted, when the storage will issue it at
+  // once (fewer than its queue depth outstanding).
+  void ChargeReadSubmit(uint64_t bytes);
 
   EngineModel model_;
   EngineOptions options_;

@@ -50,6 +50,12 @@ struct ReadGridPoint {
   uint64_t reads = 0;                   // samples behind the quantiles
   uint64_t bytes_per_s = 0;             // measured throughput (reads x read_bytes / elapsed)
   std::vector<TimeNs> latency_ns;       // submit -> complete at each of ReadGrid::quantiles
+  // Median time the submitting thread spent inside StorageBackend::Submit
+  // for one read (io_uring_submit: building and queueing the block requests,
+  // which grows with the read's size); 0 when not measured (older profiles,
+  // published grids). The engine's host work charges it per read issued
+  // (sim::ReadSubmitNs); latency_ns already includes it.
+  TimeNs submit_ns = 0;
 };
 
 // How reads issued at one instant (a burst: a layer batch's misses) draw

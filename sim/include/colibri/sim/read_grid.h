@@ -50,6 +50,17 @@ TimeNs SampleQuantileNs(std::span<const TimeNs> sorted, double q);
 Result<ReadGridPoint> MakeReadGridPoint(uint64_t read_bytes, uint32_t queue_depth, std::vector<TimeNs> latencies_ns,
                                         TimeNs elapsed_ns, std::span<const double> quantiles = kReadGridQuantiles);
 
+// The submitting thread's cost of handing one read of `read_bytes` to the
+// storage as the `depth`-th in flight (this one included), from the grid's
+// points that measured it (submit_ns > 0; at depth d a closed loop submits
+// each read with d - 1 in flight, as a batch's burst submits its i-th read
+// with i - 1). Per measured size: linear in the depth between measured
+// depths, the nearest measured depth outside them. Across sizes: linear in
+// the read size, the smallest size's cost below it, along the last two sizes'
+// slope above the largest (not below the largest's cost). 0 when no point
+// measured it.
+TimeNs ReadSubmitNs(const ReadGrid& grid, uint64_t read_bytes, uint32_t depth);
+
 class ReadGridModel {
  public:
   // Errors: an empty grid, quantiles not from 0 to 1 strictly increasing, a
@@ -99,6 +110,7 @@ struct ClosedLoopReads {
   TimeNs elapsed_ns = 0;                 // first submit to last completion
   uint64_t bytes_per_s = 0;
   std::vector<TimeNs> latencies_ns;      // submit -> complete, in completion order
+  std::vector<TimeNs> submit_ns;         // time spent inside each Submit call, in submission order
 };
 
 // Keeps `queue_depth` reads of `read_bytes` in flight on `storage` (real or

@@ -11,6 +11,9 @@
 //                 + scheduling_read_fixed_ns when reads > 0
 //   gather      = gather_fixed_ns + rows x hidden x gather_ps_per_element
 //   aggregation = aggregation_fixed_ns + tokens x top_k x hidden x ps_per_element
+//   read submit = sim::ReadSubmitNs of the drive's read grid at depth
+//                 in_flight + 1 (its points' measured submit_ns; 0 without a
+//                 grid or without them)
 // Ownership: borrows the SimCompute (it must outlive this). Thread-safety:
 // const, as the interface.
 #pragma once
@@ -20,6 +23,7 @@
 
 #include "colibri/engine/host_work.h"
 #include "colibri/sim/hardware.h"
+#include "colibri/sim/read_grid.h"
 #include "colibri/sim/sim_compute.h"
 #include "colibri/status.h"
 
@@ -35,17 +39,23 @@ class SimHostWork final : public engine::HostWorkModel {
  public:
   // Errors: InvalidArgument when the profile has no host_work, or the
   // compute model cannot cost a gate GEMV (no fp32 peak or gate table).
-  static Result<std::unique_ptr<SimHostWork>> Make(const HostWorkProfile& profile, const SimCompute* compute);
+  // `read_grid` (the modelled drive's; may be empty) supplies read submission.
+  static Result<std::unique_ptr<SimHostWork>> Make(const HostWorkProfile& profile, const SimCompute* compute,
+                                                   const ReadGrid& read_grid = {});
 
   engine::TimeNs RoutingNs(size_t tokens, uint32_t experts, uint32_t hidden, bool gate_charged) const override;
   engine::TimeNs SchedulingNs(size_t tokens, uint32_t top_k, uint32_t distinct_experts, uint32_t reads) const override;
+  engine::TimeNs ReadSubmitNs(uint64_t bytes, size_t in_flight) const override;
   engine::TimeNs GatherNs(size_t rows, uint32_t hidden) const override;
   engine::TimeNs AggregationNs(size_t tokens, uint32_t top_k, uint32_t hidden) const override;
 
  private:
-  SimHostWork(const HostWorkProfile& profile, const SimCompute* compute) : profile_(profile), compute_(compute) {}
+  SimHostWork(const HostWorkProfile& profile, const SimCompute* compute, ReadGrid submit_points)
+      : profile_(profile), compute_(compute), submit_points_(std::move(submit_points)) {}
   const HostWorkProfile profile_;
   const SimCompute* const compute_;
+  const ReadGrid submit_points_;  // the grid's points that measured submit_ns
+
 };
 
 }  // namespace colibri::sim
