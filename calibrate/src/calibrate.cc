@@ -10,6 +10,7 @@
 
 #include "calibrate_report.h"
 #include "colibri/bench/files.h"
+#include "colibri/engine/expert_layout.h"
 #include "colibri/engine/output_claim.h"
 #include "colibri/engine/model.h"
 #include "colibri/sim/machine_identity.h"
@@ -25,6 +26,7 @@ namespace {
 struct StudiedShape {
   uint32_t experts = 64, top_k = 4, hidden = 2048;
   std::vector<ExpertShape> shapes;
+  std::vector<uint64_t> read_bytes;  // the engine's read per expert (its block), when a model is studied
 };
 
 Result<StudiedShape> Studied(const CalibrateOptions& o) {
@@ -36,6 +38,7 @@ Result<StudiedShape> Studied(const CalibrateOptions& o) {
     s.top_k = c.top_k;
     s.hidden = c.hidden;
     s.shapes = {{c.hidden, c.intermediate, "--model " + o.model_dir}};
+    s.read_bytes = {c.layout.block_bytes};
   } else if (!o.like_config.empty()) {
     COLIBRI_ASSIGN_OR_RETURN(const traces::ModelShape shape, traces::ShapeFromHfConfig(o.like_config, "bf16"));
     if (shape.hidden_size == 0 || shape.expert_bytes.empty()) {
@@ -47,6 +50,7 @@ Result<StudiedShape> Studied(const CalibrateOptions& o) {
     // bf16 gated FFN: 3 matrices of hidden x intermediate, 2 bytes each.
     const auto intermediate = static_cast<uint32_t>(shape.expert_bytes.front() / (6ull * shape.hidden_size));
     s.shapes = {{shape.hidden_size, intermediate, "--like " + o.like_config}};
+    s.read_bytes = {engine::ExpertLayout::Make(engine::DType::kBf16, shape.hidden_size, intermediate).block_bytes};
   } else {
     s.shapes = DefaultExpertShapes(o.quick);
   }
@@ -96,6 +100,7 @@ Result<CalibrateReport> Calibrate(const CalibrateOptions& o) {
 
   StorageGridOptions storage = DefaultStorageGrid(o.quick);
   storage.dir = o.dir;
+  storage.studied_read_bytes = studied.read_bytes;
   storage.seed = o.seed;
   storage.progress = stage("storage");
   COLIBRI_ASSIGN_OR_RETURN(report.storage, MeasureStorageGrid(storage));

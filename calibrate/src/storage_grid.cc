@@ -44,11 +44,20 @@ engine::TimeNs QuantileOf(std::vector<engine::TimeNs> samples, double q) {
   return sim::SampleQuantileNs(samples, q);
 }
 
+// read_bytes and studied_read_bytes, ascending, each once.
+std::vector<uint64_t> GridReadSizes(const StorageGridOptions& o) {
+  std::vector<uint64_t> sizes = o.read_bytes;
+  sizes.insert(sizes.end(), o.studied_read_bytes.begin(), o.studied_read_bytes.end());
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 Status CheckOptions(const StorageGridOptions& o) {
   if (o.read_bytes.empty() || o.queue_depths.empty()) {
     return Status::InvalidArgument("storage grid: no read sizes or queue depths");
   }
-  for (uint64_t s : o.read_bytes) {
+  for (uint64_t s : GridReadSizes(o)) {
     if (s == 0 || s % kAlignmentBytes != 0 || s > o.file_bytes) {
       return Status::InvalidArgument("storage grid: read size " + std::to_string(s) +
                                      " must be a positive multiple of 4096 within the file");
@@ -141,8 +150,9 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
   if (!storage->warning().empty()) out.warnings.push_back(storage->warning() + ": measured through the page cache");
 
   out.grid.quantiles.assign(std::begin(sim::kReadGridQuantiles), std::end(sim::kReadGridQuantiles));
+  const std::vector<uint64_t> sizes = GridReadSizes(o);
   std::vector<std::pair<uint64_t, uint32_t>> points;
-  for (uint64_t s : o.read_bytes) {
+  for (uint64_t s : sizes) {
     for (uint32_t d : o.queue_depths) {
       if (d == 1 || static_cast<uint64_t>(d) * s <= o.max_in_flight_bytes) points.emplace_back(s, d);
     }
@@ -195,8 +205,10 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
     std::vector<engine::TimeNs> spans_ns;
   };
   std::vector<BurstRun> burst_runs;
-  for (uint64_t read_bytes : o.read_bytes) {
-    if (read_bytes > o.max_burst_read_bytes) continue;
+  for (uint64_t read_bytes : sizes) {
+    const bool studied = std::find(o.studied_read_bytes.begin(), o.studied_read_bytes.end(), read_bytes) !=
+                         o.studied_read_bytes.end();
+    if (read_bytes > o.max_burst_read_bytes && !studied) continue;
     for (uint32_t burst : o.burst_sizes) {
       if (burst == 0 || static_cast<uint64_t>(burst) * read_bytes > o.max_in_flight_bytes) continue;
       COLIBRI_RETURN_IF_ERROR(ReplaceReadPool(*storage, read_bytes * burst, read_bytes, &buffers, &out.warnings));

@@ -177,6 +177,21 @@ Result<FidelityCaseResult> RunCase(const FidelityCase& c, const FidelityModel& m
                      ? everything
                      : std::max<uint64_t>(layout.block_bytes,
                                           static_cast<uint64_t>(c.l2_over_token_cycle * static_cast<double>(token_cycle)));
+  // The drive now against the profile's, around the real runs (storage_drift.h).
+  auto probe = [&]() -> Status {
+    if (!o.probe_storage || c.l2_over_token_cycle <= 0) return Status::Ok();
+    StorageDriftOptions drift;
+    drift.file = (std::filesystem::path(model_dir) / "experts.bin").string();
+    drift.read_bytes = layout.block_bytes;
+    drift.queue_depth = std::min<uint32_t>(c.queue_depth, 4);
+    drift.max_reads = 2000;
+    drift.seed = o.seed + out.storage_drift.size();
+    Result<StorageDrift> d = ProbeStorageDrift(drift, o.machine.nvme);
+    if (!d.ok()) return d.status().WithPrefix("fidelity " + c.name + ", storage probe");
+    out.storage_drift.push_back(d.value());
+    return Status::Ok();
+  };
+  COLIBRI_RETURN_IF_ERROR(probe());
   std::vector<LocalRunResult> runs;
   for (uint32_t r = 0; r < o.repeats; ++r) {
     if (o.progress) o.progress((*done)++, total, c.name + ": real run " + std::to_string(r + 1));
@@ -211,6 +226,7 @@ Result<FidelityCaseResult> RunCase(const FidelityCase& c, const FidelityModel& m
       out.measured_run_ids.push_back(id);
     }
   }
+  COLIBRI_RETURN_IF_ERROR(probe());
   if (o.progress) o.progress((*done)++, total, c.name + ": replay on " + o.machine.label);
   ReplayConfig replay;
   replay.trace_path = runs.front().recording->path;

@@ -53,6 +53,29 @@ std::string Row(const std::string& what, const StatComparison& s, bool time) {
          reports::FormatValue(s.predicted, unit) + " | " + Pct(s.error) + " | " + Abs(s.noise_floor) + " |\n";
 }
 
+Json DriftJson(const std::vector<StorageDrift>& probes) {
+  Json out = Json::array();
+  for (const StorageDrift& d : probes) {
+    out.push_back(Json{{"read_bytes", d.read_bytes},
+                       {"queue_depth", d.queue_depth},
+                       {"reads", d.reads},
+                       {"measured_p50_ns", d.measured_p50_ns},
+                       {"profile_p50_ns", d.profile_p50_ns},
+                       {"measured_bytes_per_s", d.measured_bytes_per_s},
+                       {"profile_bytes_per_s", d.profile_bytes_per_s},
+                       {"drift", d.drift}});
+  }
+  return out;
+}
+
+// "+45.1% / +60.3%": the probes' drifts, before / after the real runs; "-" without probes.
+std::string DriftCell(const std::vector<StorageDrift>& probes) {
+  if (probes.empty()) return "-";
+  std::string cell;
+  for (const StorageDrift& d : probes) cell += (cell.empty() ? "" : " / ") + Pct(d.drift);
+  return cell;
+}
+
 void DistributionRows(const DistributionComparison& d, std::string* out) {
   *out += Row(d.name + " P50", d.p50, true);
   *out += Row(d.name + " P90", d.p90, true);
@@ -84,7 +107,8 @@ std::string FidelityJson(const FidelityReport& r) {
                          {"layer_batch_correlation", Optional(c.layer_batch_correlation)},
                          {"measured_run_ids", c.measured_run_ids},
                          {"predicted_run_id", c.predicted_run_id},
-                         {"misses", c.misses}});
+                         {"misses", c.misses},
+                         {"storage_drift", DriftJson(c.storage_drift)}});
   }
   size_t met = 0;
   for (const FidelityCaseResult& c : r.cases) met += c.misses.empty();
@@ -99,6 +123,9 @@ std::string FidelityJson(const FidelityReport& r) {
               {"repeats", r.repeats},
               {"error_definition", "(predicted - median of the measured runs) / that median"},
               {"noise_floor_definition", "(largest - smallest measured) / their median"},
+              {"storage_drift_definition",
+               "(profile p50 - measured p50) / measured p50 of one expert block's reads at min(queue depth, 4), "
+               "probed before the first real run and after the last"},
               {"cases", cases},
               {"cases_meeting_every_target", met},
               {"warnings", r.warnings},
@@ -118,8 +145,11 @@ std::string FidelityMarkdown(const FidelityReport& r) {
   out += "Error = (predicted - median of the measured runs) / that median; noise = (largest - smallest measured) / "
          "their median.\n\n";
   for (const std::string& w : r.warnings) out += "> warning: " + w + "\n\n";
+  out += "Disk drift = (profile - measured) / measured P50 of one expert block's reads at min(queue depth, 4) on the "
+         "model's file, probed before the first real run / after the last: the part of an nvme_read error that is "
+         "the drive having changed since calibration.\n\n";
   out += "| configuration | layer_batch P50 | layer_batch P99 | tokens/s | TTFT P50 | TPOT P50 | KS (layer_batch) | "
-         "corr | targets |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n";
+         "corr | disk drift | targets |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   for (const FidelityCaseResult& c : r.cases) {
     const DistributionComparison& lb = c.steps.back();
     char ks[32];
@@ -128,7 +158,7 @@ std::string FidelityMarkdown(const FidelityReport& r) {
     if (c.layer_batch_correlation) std::snprintf(corr, sizeof(corr), "%.2f", *c.layer_batch_correlation);
     out += "| " + c.config.name + " | " + Pct(lb.p50.error) + " | " + Pct(lb.p99.error) + " | " +
            Pct(c.tokens_per_s.error) + " | " + Pct(c.ttft.p50.error) + " | " + Pct(c.tpot.p50.error) + " | " + ks +
-           " | " + corr + " | " + (c.misses.empty() ? "met" : std::to_string(c.misses.size()) + " missed") + " |\n";
+           " | " + corr + " | " + DriftCell(c.storage_drift) + " | " + (c.misses.empty() ? "met" : std::to_string(c.misses.size()) + " missed") + " |\n";
   }
   for (const FidelityCaseResult& c : r.cases) {
     char head[256];
@@ -145,6 +175,19 @@ std::string FidelityMarkdown(const FidelityReport& r) {
     DistributionRows(c.ttft, &out);
     DistributionRows(c.tpot, &out);
     DistributionRows(c.request_latency, &out);
+    for (const StorageDrift& d : c.storage_drift) {
+      char line[320];
+      std::snprintf(line, sizeof(line),
+                    "\n- disk probe, %llu-byte reads at depth %u (%llu reads): P50 %s measured, %s on the profile "
+                    "(drift %s); %.0f vs %.0f MB/s",
+                    static_cast<unsigned long long>(d.read_bytes), d.queue_depth,
+                    static_cast<unsigned long long>(d.reads),
+                    reports::FormatValue(static_cast<double>(d.measured_p50_ns), "ns").c_str(),
+                    reports::FormatValue(static_cast<double>(d.profile_p50_ns), "ns").c_str(), Pct(d.drift).c_str(),
+                    static_cast<double>(d.measured_bytes_per_s) / 1e6, static_cast<double>(d.profile_bytes_per_s) / 1e6);
+      out += line;
+    }
+    if (!c.storage_drift.empty()) out += "\n";
     for (const std::string& miss : c.misses) out += "\n- misses " + miss;
     if (!c.misses.empty()) out += "\n";
   }
@@ -155,14 +198,15 @@ std::string FidelityHtml(const FidelityReport& r) {
   reports::CurvesPage page;
   page.title = "Fidelity: " + r.machine + " against this machine's engine";
   page.notes.push_back("Grid " + r.grid + "; each chart overlays the predicted CDF (the replay on the profile) on the "
-                       "measured one (the first real run) of one step.");
+                       "measured one (the first real run) of one step. Disk drift: (profile - measured) / measured P50 "
+                       "of one expert block's reads at min(queue depth, 4), probed before / after the real runs.");
   for (const std::string& w : r.warnings) page.notes.push_back("warning: " + w);
   page.table_header = {"configuration", "layer_batch P50", "layer_batch P99", "tokens/s", "TTFT P50", "TPOT P50",
-                       "targets"};
+                       "disk drift", "targets"};
   for (const FidelityCaseResult& c : r.cases) {
     const DistributionComparison& lb = c.steps.back();
     page.table_rows.push_back({c.config.name, Pct(lb.p50.error), Pct(lb.p99.error), Pct(c.tokens_per_s.error),
-                               Pct(c.ttft.p50.error), Pct(c.tpot.p50.error),
+                               Pct(c.ttft.p50.error), Pct(c.tpot.p50.error), DriftCell(c.storage_drift),
                                c.misses.empty() ? "met" : std::to_string(c.misses.size()) + " missed"});
     for (const DistributionComparison& d : c.steps) {
       if (d.measured_samples.empty() && d.predicted_samples.empty()) continue;

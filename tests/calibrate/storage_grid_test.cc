@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 namespace colibri::calibrate {
 namespace {
@@ -61,6 +63,27 @@ TEST(StorageGridTest, MeasuresEveryPointAndFitsBothModels) {
     EXPECT_EQ(entry.path().filename().string().rfind("colibri-calibrate-", 0), std::string::npos)
         << "the measurement file is removed";
   }
+}
+
+TEST(StorageGridTest, StudiedSizesAreGridPointsAndBursts) {
+  StorageGridOptions o = Small();
+  o.max_burst_read_bytes = 4096;                  // the 1 MiB grid size gets no bursts ...
+  o.studied_read_bytes = {3ull << 20, 1 << 20};   // ... unless it is studied; 3 MiB joins the grid
+  auto measured = MeasureStorageGrid(o);
+  ASSERT_TRUE(measured.ok()) << measured.status().message();
+  const StorageGrid& g = measured.value();
+  std::vector<std::pair<uint64_t, uint32_t>> points;
+  for (const sim::ReadGridPoint& p : g.grid.points) points.emplace_back(p.read_bytes, p.queue_depth);
+  const std::vector<std::pair<uint64_t, uint32_t>> expected = {
+      {4096, 1}, {4096, 4}, {1 << 20, 1}, {1 << 20, 4}, {3ull << 20, 1}, {3ull << 20, 4}};
+  EXPECT_EQ(points, expected) << "sizes ascending, each once";
+  std::vector<uint64_t> burst_sizes;
+  for (const BurstFit& b : g.bursts) burst_sizes.push_back(b.read_bytes);
+  const std::vector<uint64_t> expected_bursts = {4096, 4096, 1 << 20, 1 << 20, 3ull << 20, 3ull << 20};
+  EXPECT_EQ(burst_sizes, expected_bursts);
+  o = Small();
+  o.studied_read_bytes = {5000};
+  EXPECT_EQ(MeasureStorageGrid(o).status().code(), StatusCode::kInvalidArgument) << "studied sizes are checked too";
 }
 
 TEST(StorageGridTest, RefusesBeforeWriting) {

@@ -4,6 +4,7 @@
 // on these shared machines are noisy). `colibri calibrate`'s refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -60,6 +61,15 @@ TEST_F(CliTest, FidelityQuickGridReportsEveryStatistic) {
     EXPECT_GT(c["steps"]["layer_batch"]["p50"]["measured_median"].get<double>(), 0);
     EXPECT_GT(c["steps"]["layer_batch"]["p50"]["predicted"].get<double>(), 0);
     EXPECT_TRUE(c["misses"].is_array());
+    // Two storage probes (before and after the real runs) where the configuration reads, none where all is resident.
+    const size_t probes = c["l2_over_token_cycle"].get<double>() > 0 ? 2 : 0;
+    ASSERT_EQ(c["storage_drift"].size(), probes) << c["name"];
+    for (const auto& d : c["storage_drift"]) {
+      EXPECT_GT(d["reads"].get<uint64_t>(), 0u);
+      EXPECT_GT(d["measured_p50_ns"].get<int64_t>(), 0);
+      EXPECT_GT(d["profile_p50_ns"].get<int64_t>(), 0);
+      EXPECT_EQ(d["queue_depth"].get<uint32_t>(), std::min<uint32_t>(c["queue_depth"].get<uint32_t>(), 4));
+    }
   }
   EXPECT_EQ(names.size(), 12u);
   EXPECT_EQ(dtypes, (std::set<std::string>{"bf16", "int8"}));

@@ -28,6 +28,7 @@ struct FidelityFlags {
   std::string output;
   StoreFlags store;
   bool json = false;
+  bool no_disk_probe = false;
 };
 
 // The profile files of the directories (every *.json, sorted) and the machines they define.
@@ -75,6 +76,7 @@ Result<replay::FidelityReport> RunFidelityCommand(const FidelityFlags& f) {
   options.grid = f.grid;
   options.repeats = f.repeats;
   options.seed = f.seed;
+  options.probe_storage = !f.no_disk_probe;
   options.work_dir = f.work_dir.empty() ? (std::filesystem::temp_directory_path() / "colibri-fidelity").string() : f.work_dir;
   std::unique_ptr<reports::RunStore> store;
   if (!f.store.no_store) {
@@ -123,6 +125,8 @@ void AddFidelityCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--format", f->format, "table (markdown), md or html")->check(CLI::IsMember({"table", "md", "html"}));
   cmd->add_option("-o,--output", f->output, "Write the report here instead of stdout");
   cmd->add_flag("--json", f->json, "Print the report as JSON");
+  cmd->add_flag("--no-disk-probe", f->no_disk_probe,
+                "Skip the storage probes around each configuration's real runs (the disk drift column)");
   AddStoreFlags(cmd, &f->store);
   cmd->callback([f, exit_code] { *exit_code = Run(*f); });
 }

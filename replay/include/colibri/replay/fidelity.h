@@ -15,6 +15,13 @@
 // P50 within max(5%, noise floor), their P99 within max(10%, noise floor),
 // every step's P50 within max(10%, noise floor).
 //
+// The drive's drift: for every configuration that reads, a storage probe
+// (storage_drift.h: one expert block at min(queue depth, 4) on the model's
+// experts.bin) before the first real run and after the last, against the
+// profile's drive, so a report says how much of an nvme_read error is the
+// drive having changed since calibration rather than the model. Reported,
+// never folded into the targets.
+//
 // Its inputs are disjoint from calibration's: calibrate's engine runs are
 // synthetic micro-workloads (one layer batch shape at a time, everything
 // resident or nothing); these are whole workloads with caches below and above
@@ -31,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/replay/storage_drift.h"
 #include "colibri/reports/run_store.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/status.h"
@@ -67,6 +75,7 @@ struct FidelityOptions {
   sim::ResolvedMachine machine;       // the profile under test
   uint32_t repeats = 2;               // real runs per configuration (>= 2 for a noise floor)
   uint64_t seed = 1;
+  bool probe_storage = true;          // the storage probes around each configuration's real runs
   reports::RunStore* store = nullptr; // optional, borrowed: every run and replay, and the report, stored
   std::string tool_version, git_commit;  // for stored runs
   // Called before each run or replay: (done, total, what); may be empty.
@@ -99,6 +108,9 @@ struct FidelityCaseResult {
   std::vector<int64_t> measured_run_ids;  // when stored
   int64_t predicted_run_id = 0;
   std::vector<std::string> misses;        // the targets this configuration misses, as sentences
+  // The storage probes before the first real run and after the last; empty
+  // when everything is resident (nothing is read).
+  std::vector<StorageDrift> storage_drift;
 };
 
 struct FidelityReport {
