@@ -6,15 +6,25 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace colibri::calibrate {
 namespace {
 
+// A directory of the running test's own (ctest runs the tests of this file in parallel, and the
+// first checks that no measurement file is left in its directory).
+std::string OwnDir() {
+  const std::filesystem::path dir = std::filesystem::current_path() / "storage_grid_test" /
+                                    ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
 StorageGridOptions Small() {
   StorageGridOptions o;
-  o.dir = std::filesystem::current_path().string();
+  o.dir = OwnDir();
   o.file_bytes = 32ull << 20;
   o.read_bytes = {4096, 1 << 20};
   o.queue_depths = {1, 4};

@@ -18,7 +18,10 @@ namespace {
 class StorageDriftTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = (std::filesystem::current_path() / "storage_drift_test.bin").string();
+    // One file per test: ctest runs the tests of this file in parallel.
+    path_ = (std::filesystem::current_path() /
+             (std::string("storage_drift_test-") + ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".bin"))
+                .string();
     std::ofstream out(path_, std::ios::binary);
     std::vector<char> bytes(4 << 20);
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
