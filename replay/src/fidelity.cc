@@ -16,6 +16,7 @@
 #include "colibri/reports/stored_report.h"
 #include "colibri/reports/distribution_compare.h"
 #include "colibri/sim/machine_identity.h"
+#include "colibri/sim/random.h"
 
 namespace colibri::replay {
 namespace {
@@ -185,7 +186,7 @@ Result<FidelityCaseResult> RunCase(const FidelityCase& c, const FidelityModel& m
     drift.read_bytes = layout.block_bytes;
     drift.queue_depth = std::min<uint32_t>(c.queue_depth, 4);
     drift.max_reads = 2000;
-    drift.seed = o.seed + out.storage_drift.size();
+    drift.seed = sim::DeriveSeed(o.seed, out.storage_drift.empty() ? "fidelity_probe_before" : "fidelity_probe_after");
     Result<StorageDrift> d = ProbeStorageDrift(drift, o.machine.nvme);
     if (!d.ok()) return d.status().WithPrefix("fidelity " + c.name + ", storage probe");
     out.storage_drift.push_back(d.value());
