@@ -156,8 +156,8 @@ Result<std::unique_ptr<CachePolicy>> MakeCachePolicy(const std::string& name, co
   if (name == "random") return policy_detail::MakeRandomPolicy(budget, options.seed);
   if (name == "pinned") {
     if (options.pinned.empty()) {
-      return Status::InvalidArgument("policy 'pinned' needs a hot set learned from a profiling trace: --pin-from TRACE "
-                                     "--pin-bytes B (colibri cache sweep, replay and run)");
+      return Status::InvalidArgument("policy 'pinned' needs a hot set: the keys it keeps (CachePolicyOptions::pinned), "
+                                     "e.g. learned from a profiling trace");
     }
     return policy_detail::MakePinnedPolicy(budget, options.pinned);
   }

@@ -33,8 +33,8 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
   if (!e->model.experts_verified() && !e->model.has_block_digests() && o.verify == ModelVerify::kAuto) {
     e->warning += (e->warning.empty() ? "" : "; ") + e->model.config().experts_file.name + " (" +
                   std::to_string(e->model.config().experts_file.bytes) +
-                  " bytes) is above 1 GiB and this format 1 model has no block digests: not checked (--verify "
-                  "full hashes it at open)";
+                  " bytes) is above 1 GiB and this format 1 model has no block digests: not checked (verify "
+                  "mode full hashes it at open)";
   }
   if (o.make_transfer) {
     COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.make_transfer(&e->loop));

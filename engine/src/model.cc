@@ -197,7 +197,7 @@ Result<Model> OpenModel(const std::string& dir, ModelVerify verify) {
   COLIBRI_ASSIGN_OR_RETURN(ModelConfig config, model_detail::LoadConfig(dir));
   if (verify == ModelVerify::kBlocks && !config.block_digests_file) {
     return Status::InvalidArgument(dir + ": a format 1 model has no block digests to check as blocks are read; "
-                                         "verify it whole at open (--verify full)");
+                                         "verify it whole at open (verify mode full)");
   }
   LoadState state{dir, std::move(config), std::nullopt, std::nullopt, {}, std::nullopt, std::nullopt};
   Status failed;

@@ -179,6 +179,11 @@ struct TierCounters {
 std::string LruCliffWarning(const std::string& tier, const std::string& policy, uint64_t budget_bytes,
                             uint64_t token_cycle_bytes);
 
+class TierSet;
+class Prefetcher;
+class LayerBatch;
+struct BatchScratch;
+
 class MoeEngine {
  public:
   // Validates the model, options and backends (budgets below one expert,
@@ -247,8 +252,6 @@ class MoeEngine {
   std::vector<MemoryRegion> read_buffer_regions() const;
 
  private:
-  class Batch;
-  struct BatchScratch;  // a layer batch's work lists, kept between batches (moe_engine.cc)
   MoeEngine(EngineModel model, EngineOptions options, EngineBackends backends);
   Status CheckRoutingCompute() const;
   // The expert capacity of a batch of `tokens` (EngineOptions::capacity_factor).
@@ -259,46 +262,22 @@ class MoeEngine {
   // Execute without telling the observer.
   Status Run(uint32_t layer_index, const float* hidden, const LayerRouting& routing, float* out,
              LayerBatchReport* report);
-  size_t EntryIndex(ExpertKey key) const { return static_cast<size_t>(LayerIndexOf(key)) * model_.experts + ExpertOf(key); }
-  // Every storage completion: prefetch reads here, demand reads to the running batch.
+  // Every storage completion: prefetch reads to the prefetcher, demand reads to the running batch.
   void OnStorageDone(const ReadCompletion& c);
   // Waits for every outstanding read, handing each completion to OnStorageDone.
   void DrainStorage();
-  // Frees the L2 slot of an evicted entry, once a prefetch read into it (if any) is done.
-  Status ReleaseL2Slot(ExpertKey victim);
-  // With a host work model: moves the loop's clock by the submission of a
-  // read of `bytes` about to be submitted, when the storage will issue it at
-  // once (fewer than its queue depth outstanding).
-  void ChargeReadSubmit(uint64_t bytes);
 
+  // The parts (engine/src): tier_set.h, prefetcher.h, layer_batch.h; set-up in moe_engine_setup.cc.
   EngineModel model_;
   EngineOptions options_;
   EngineBackends backends_;
   bool moves_data_ = true;                 // compute reads data: gather inputs, aggregate outputs
-  std::unique_ptr<SlabPool> l1_pool_;
-  std::unique_ptr<SlabPool> l2_pool_;
-  std::unique_ptr<SlabPool> staging_pool_;
-  std::unique_ptr<SlabPool> device_staging_pool_;  // one slot; only for a compute backend on a device
-  std::unique_ptr<ExpertCache> l1_cache_;  // null when L1 is disabled
-  std::unique_ptr<ExpertCache> l2_cache_;  // null when L2 is disabled
-  std::vector<int64_t> l1_slot_of_;        // [layer x experts + expert] -> slot, -1 when not resident
-  std::vector<int64_t> l2_slot_of_;
+  std::unique_ptr<TierSet> tiers_;         // pools, caches, slot maps
+  std::unique_ptr<Prefetcher> prefetcher_;
   std::unique_ptr<EventSource> storage_source_;
-  Batch* current_batch_ = nullptr;         // the batch inside Execute, if any
-  // Prefetch state.
-  std::shared_ptr<ExpertPredictor> predictor_;  // null: no prefetch
-  std::vector<uint8_t> prefetch_in_flight_;     // [layer x experts + expert]
-  size_t prefetches_in_flight_ = 0;
-  std::vector<uint32_t> prediction_;            // the last batch's prediction, ascending once issued
-  uint32_t prediction_layer_ = 0;
-  bool has_prediction_ = false;
-  PrefetchCounters prefetch_;                   // issued, waits, failed, accuracy (hits and waste: the L2 cache's)
+  LayerBatch* current_batch_ = nullptr;    // the batch inside Execute, if any
   uint64_t preloaded_bytes_ = 0;
-  // Scratch reused by every batch (no allocation on the hot path once warm).
-  std::unique_ptr<BatchScratch> scratch_;
-  std::vector<float> expert_out_;     // [token x top_k + slot] x hidden: each slot's FFN output
-  std::vector<float> x_buffer_;       // gathered inputs of one expert
-  std::vector<float> y_buffer_;       // its outputs
+  std::unique_ptr<BatchScratch> scratch_;  // a layer batch's work lists, kept between batches
   std::vector<std::unique_ptr<Router>> routers_;  // per MoE layer
   std::vector<float> logits_;         // routing scratch: tokens x experts
   std::vector<uint32_t> routed_ids_;  // tokens x top_k
