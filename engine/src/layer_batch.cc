@@ -50,6 +50,7 @@ Status LayerBatch::Run(LayerBatchReport* report) {
   report->read_latency_sum_ns = read_latency_sum_ns_;
   report->staged = staged_;
   report->device_staged = device_staged_;
+  report->read_retries = read_retries_;
   report->prefetch_reads = prefetch_reads_;
   report->prefetch_bytes = prefetch_bytes_;
   report->prefetch_waits = static_cast<uint32_t>(prefetch_waits_.size());
@@ -60,8 +61,17 @@ void LayerBatch::OnReadDone(const ReadCompletion& c) {
   last_read_done_ = std::max(last_read_done_, c.complete_ns);
   read_latency_sum_ns_ += c.complete_ns - c.submit_ns;
   if (!c.status.ok()) {
-    Fail(c.status.WithPrefix("reading expert " + std::to_string(works_[c.tag].expert) + " of MoE layer " +
-                             std::to_string(layer_)));
+    BatchWork& w = works_[c.tag];
+    if (RetryableReadError(c.status) && w.read_retries < p_.read_retries) {
+      ++w.read_retries;
+      ++read_retries_;
+      Fail(SubmitRead(c.tag));
+      return;
+    }
+    const std::string retried =
+        w.read_retries == 0 ? "" : " (after " + std::to_string(w.read_retries) + " retries)";
+    Fail(c.status.WithPrefix("reading expert " + std::to_string(w.expert) + " of MoE layer " + std::to_string(layer_) +
+                             retried));
     return;
   }
   read_bytes_ += c.bytes;

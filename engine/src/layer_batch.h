@@ -13,8 +13,11 @@
 // Ownership: lives only inside MoeEngine::Execute; borrows everything
 // (BatchParts: the engine's tiers, prefetcher, backends and scratch) and the
 // caller's hidden, routing and out. Thread-safety: none; the engine's thread.
-// Errors: an expert id out of range, a read, copy or kernel that failed
-// (naming the expert and MoE layer), a stalled batch, as Status.
+// A demand read that completes with a transient error (RetryableReadError)
+// is submitted again into the same buffer, up to BatchParts::read_retries
+// times (counted in LayerBatchReport::read_retries).
+// Errors: an expert id out of range, a read (after its retries), copy or
+// kernel that failed (naming the expert and MoE layer), a stalled batch, as Status.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,7 @@ struct BatchWork {
   int64_t staging_slot = -1;
   int64_t l1_slot = -1;                  // the L1 slot admitted for a block L1 lacked
   const std::byte* data = nullptr;       // block to compute from, once ready
+  uint32_t read_retries = 0;             // times its read was submitted again after a transient failure
 };
 
 // A FIFO of work indices over a vector that keeps its capacity (each work is queued at most once per batch).
@@ -82,6 +86,7 @@ struct BatchParts {
   Prefetcher& prefetcher;
   BatchScratch& scratch;
   bool moves_data;  // compute reads data: gather inputs, aggregate outputs
+  uint32_t read_retries;  // EngineOptions::read_retries
 };
 
 class LayerBatch {
@@ -134,6 +139,7 @@ class LayerBatch {
   uint64_t read_bytes_ = 0;
   uint32_t staged_ = 0;
   uint32_t device_staged_ = 0;
+  uint32_t read_retries_ = 0;
   uint32_t prefetch_reads_ = 0;
   uint64_t prefetch_bytes_ = 0;
   TimeNs first_read_submit_ = 0;

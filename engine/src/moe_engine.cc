@@ -26,8 +26,9 @@ void MoeEngine::OnStorageDone(const ReadCompletion& c) {
     return;
   }
   const size_t index = c.tag & ~kPrefetchTag;
-  prefetcher_->OnReadDone(index, c.status);
-  if (current_batch_ != nullptr) current_batch_->OnPrefetchDone(index, c.status);
+  Status status = c.status;
+  if (!prefetcher_->OnReadDone(index, &status)) return;  // submitted again
+  if (current_batch_ != nullptr) current_batch_->OnPrefetchDone(index, status);
 }
 
 void MoeEngine::DrainStorage() {
@@ -73,7 +74,7 @@ Status MoeEngine::Run(uint32_t layer_index, const float* hidden, const LayerRout
   }
   if (moves_data_) scratch_->expert_out.resize(routing.tokens * model_.top_k * model_.layout.hidden);
   *report = LayerBatchReport{};
-  const BatchParts parts{model_, backends_, *tiers_, *prefetcher_, *scratch_, moves_data_};
+  const BatchParts parts{model_, backends_, *tiers_, *prefetcher_, *scratch_, moves_data_, options_.read_retries};
   LayerBatch batch(parts, layer_index, hidden, routing, out);
   current_batch_ = &batch;
   const Status status = batch.Run(report);

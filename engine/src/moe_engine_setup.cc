@@ -186,7 +186,7 @@ Result<std::unique_ptr<MoeEngine>> MoeEngine::Create(EngineModel model, const En
   COLIBRI_ASSIGN_OR_RETURN(std::shared_ptr<ExpertPredictor> predictor,
                            MakePredictor(options.prefetch, e.model_, options, backends.compute));
   e.prefetcher_ = std::make_unique<Prefetcher>(e.model_, e.backends_, *e.tiers_, std::move(predictor),
-                                               options.prefetch.width);
+                                               options.prefetch.width, options.read_retries);
   e.storage_source_ = std::make_unique<StorageEventSource>(backends.storage, [&e](const ReadCompletion& c) {
     e.OnStorageDone(c);
   });

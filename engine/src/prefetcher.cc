@@ -49,26 +49,42 @@ Status Prefetcher::Issue(uint32_t layer, std::span<const uint32_t> union_experts
 
 Status Prefetcher::Submit(ExpertKey key, int64_t slot) {
   const size_t index = tiers_.EntryIndex(key);
+  ++counters_.issued;
+  counters_.issued_bytes += tiers_.ExpertBytes(LayerIndexOf(key));
+  retries_of_[index] = 0;
+  return SubmitRead(index, tiers_.L2SlotData(slot));
+}
+
+Status Prefetcher::SubmitRead(size_t index, void* buffer) {
   ReadRequest request;
   request.offset = model_.expert_offsets[index];
-  request.bytes = tiers_.ExpertBytes(LayerIndexOf(key));
-  request.buffer = tiers_.L2SlotData(slot);
+  request.bytes = tiers_.ExpertBytes(static_cast<uint32_t>(index / model_.experts));
+  request.buffer = buffer;
   request.tag = kPrefetchTag | index;
   tiers_.set_fill_in_flight(index, true);
   ++in_flight_;
-  ++counters_.issued;
-  counters_.issued_bytes += request.bytes;
   ChargeReadSubmit(backends_, request.bytes);
   return backends_.storage->Submit(request);
 }
 
-void Prefetcher::OnReadDone(size_t index, const Status& status) {
+bool Prefetcher::OnReadDone(size_t index, Status* status) {
   tiers_.set_fill_in_flight(index, false);
   --in_flight_;
-  if (status.ok()) return;
-  ++counters_.failed;
+  if (status->ok()) return true;
   const ExpertKey key = MakeExpertKey(static_cast<uint32_t>(index / model_.experts), static_cast<uint32_t>(index % model_.experts));
-  if (tiers_.l2()->Contains(key)) tiers_.DropL2(key);  // else it was evicted in flight, and its evictor frees the slot
+  const bool resident = tiers_.l2()->Contains(key);  // else it was evicted in flight, and its evictor frees the slot
+  if (resident && RetryableReadError(*status) && retries_of_[index] < read_retries_) {
+    ++retries_of_[index];
+    ++counters_.retries;
+    const Status resubmitted = SubmitRead(index, tiers_.L2Block(index));
+    if (resubmitted.ok()) return false;
+    --in_flight_;  // not queued
+    tiers_.set_fill_in_flight(index, false);
+    *status = resubmitted;
+  }
+  ++counters_.failed;
+  if (resident) tiers_.DropL2(key);
+  return true;
 }
 
 Status Prefetcher::Preload(const std::vector<ExpertKey>& pinned, uint64_t* bytes) {
@@ -81,6 +97,7 @@ Status Prefetcher::Preload(const std::vector<ExpertKey>& pinned, uint64_t* bytes
     ReadRequest request{model_.expert_offsets[index], expert_bytes, tiers_.L2SlotData(slot), kPrefetchTag | index};
     tiers_.set_fill_in_flight(index, true);
     ++in_flight_;
+    retries_of_[index] = 0;
     *bytes += expert_bytes;
     COLIBRI_RETURN_IF_ERROR(backends_.storage->Submit(request));
   }

@@ -34,9 +34,11 @@ class Prefetcher {
  public:
   // `predictor` null: no prefetch (Issue does nothing; Preload still works).
   // `width` 0: top_k x the batch's tokens, at most the experts.
+  // `read_retries`: EngineOptions::read_retries.
   Prefetcher(const EngineModel& model, const EngineBackends& backends, TierSet& tiers,
-             std::shared_ptr<ExpertPredictor> predictor, uint32_t width)
-      : model_(model), backends_(backends), tiers_(tiers), predictor_(std::move(predictor)), width_(width) {}
+             std::shared_ptr<ExpertPredictor> predictor, uint32_t width, uint32_t read_retries)
+      : model_(model), backends_(backends), tiers_(tiers), predictor_(std::move(predictor)), width_(width),
+        read_retries_(read_retries), retries_of_(static_cast<size_t>(model.moe_layers) * model.experts, 0) {}
 
   bool enabled() const { return predictor_ != nullptr; }
   // Scores the last prediction against the union (ascending ids) of a batch at `layer`.
@@ -48,8 +50,11 @@ class Prefetcher {
                uint32_t* reads, uint64_t* bytes);
   // A lookup found its entry's prefetch still in flight and waits for it.
   void CountWait() { ++counters_.waits; }
-  // The read of entry `index` (tag kPrefetchTag | index) completed with `status`.
-  void OnReadDone(size_t index, const Status& status);
+  // The read of entry `index` (tag kPrefetchTag | index) completed with
+  // `status`. A transient error within the retry budget submits it again and
+  // returns false (still in flight); else the read is done (true) with
+  // `*status` its final status (a failed read's entry is dropped).
+  bool OnReadDone(size_t index, Status* status);
   // Reads `pinned` into L2 (outside any batch; neither lookups nor
   // prefetches) and waits for them. Adds their bytes to `*bytes`.
   Status Preload(const std::vector<ExpertKey>& pinned, uint64_t* bytes);
@@ -61,12 +66,16 @@ class Prefetcher {
 
  private:
   Status Submit(ExpertKey key, int64_t slot);
+  // Submits entry `index`'s read into `buffer` (its fill is marked in flight).
+  Status SubmitRead(size_t index, void* buffer);
 
   const EngineModel& model_;
   const EngineBackends& backends_;
   TierSet& tiers_;
   std::shared_ptr<ExpertPredictor> predictor_;
   const uint32_t width_;
+  const uint32_t read_retries_;
+  std::vector<uint32_t> retries_of_;  // [layer x experts + expert]: retries of its read in flight
   size_t in_flight_ = 0;
   std::vector<uint32_t> prediction_;  // the last batch's prediction, ascending once issued
   uint32_t prediction_layer_ = 0;

@@ -38,7 +38,8 @@ class FakeStorage final : public StorageBackend {
       const auto [r, submitted] = queued_[pick];
       queued_.erase(queued_.begin() + static_cast<std::ptrdiff_t>(pick));
       ReadCompletion c{r.tag, Status::Ok(), r.bytes, submitted, clock_->Now()};
-      if (r.offset == fail_offset_) {
+      if (r.offset == fail_offset_ && fail_times_ > 0) {
+        --fail_times_;
         c.status = Status::IoError("injected read error");
         c.bytes = 0;
       } else {
@@ -51,6 +52,7 @@ class FakeStorage final : public StorageBackend {
     return Status::Ok();
   }
   uint64_t fail_offset_ = UINT64_MAX;
+  uint64_t fail_times_ = UINT64_MAX;  // reads at fail_offset_ that fail before they succeed
 
  private:
   const std::vector<std::byte>* file_;
@@ -274,6 +276,36 @@ TEST(MoeEngineTest, ReadErrorFailsTheBatchWithoutPoisoningTheCache) {
   EXPECT_EQ(std::memcmp(out.data(), Reference(f, p).data(), out.size() * 4), 0);
 }
 
+// A transient read error is read again, into the same slot, up to
+// EngineOptions::read_retries times; the output is the fault-free one.
+TEST(MoeEngineTest, TransientReadErrorsAreRetriedWithinTheBudget) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const Pass p{1, std::vector<float>(kHidden, 0.25f), {6, 7}, {0.5f, 0.5f}};
+  for (const uint32_t budget : {0u, 1u, 2u, 3u}) {
+    EngineOptions options{0, 24 * block, "lru", "lru", 2};
+    options.read_retries = budget;
+    EngineRig s(f, options, 3);
+    ASSERT_NE(s.engine, nullptr);
+    s.storage.fail_offset_ = f.model.expert_offsets[1 * kExperts + 7];
+    s.storage.fail_times_ = 2;
+    std::vector<float> out;
+    LayerBatchReport r;
+    const Status st = RunPass(*s.engine, p, &out, &r);
+    if (budget < 2) {
+      ASSERT_FALSE(st.ok()) << budget;
+      EXPECT_EQ(st.code(), StatusCode::kIoError);
+      const std::string after = budget == 0 ? "of MoE layer 1: injected" : "of MoE layer 1 (after 1 retries): injected";
+      EXPECT_NE(st.message().find("reading expert 7 " + after), std::string::npos) << st.message();
+      continue;
+    }
+    ASSERT_TRUE(st.ok()) << budget << ": " << st.message();
+    EXPECT_EQ(r.read_retries, 2u);
+    EXPECT_EQ(r.nvme_reads, 2u);  // lookups that missed, not attempts
+    EXPECT_EQ(std::memcmp(out.data(), Reference(f, p).data(), out.size() * 4), 0);
+  }
+}
+
 TEST(MoeEngineTest, BadConfigurationsAreClearErrors) {
   Fixture f;
   BareBackends bare(f);
@@ -429,6 +461,28 @@ TEST(MoeEnginePrefetchTest, AFailedPrefetchFailsOnlyTheBatchThatWaitsForIt) {
   ASSERT_TRUE(RunPass(*s.engine, passes[1], &out, &r).ok());
   EXPECT_EQ(std::memcmp(out.data(), Reference(f, passes[1]).data(), out.size() * 4), 0);
   EXPECT_EQ(s.engine->prefetch_counters().failed, 1u);
+}
+
+// A prefetch read that fails once is read again (PrefetchCounters::retries)
+// and the batch that waits for it never sees the error.
+TEST(MoeEnginePrefetchTest, AFailedPrefetchIsRetriedWithinTheBudget) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const std::vector<Pass> passes = {Pass{0, std::vector<float>(kHidden, 0.2f), {1, 2}, {0.5f, 0.5f}},
+                                    Pass{1, std::vector<float>(kHidden, 0.3f), {3, 5}, {0.5f, 0.5f}}};
+  EngineRig s(f, PrefetchOptions(0, 24 * block, std::make_shared<ScriptedPredictor>(passes, false)), 4);
+  ASSERT_NE(s.engine, nullptr);
+  s.storage.fail_offset_ = f.model.expert_offsets[1 * kExperts + 5];
+  s.storage.fail_times_ = 1;
+  std::vector<float> out;
+  ASSERT_TRUE(RunPass(*s.engine, passes[0], &out, nullptr).ok());
+  LayerBatchReport r;
+  ASSERT_TRUE(RunPass(*s.engine, passes[1], &out, &r).ok());
+  EXPECT_EQ(std::memcmp(out.data(), Reference(f, passes[1]).data(), out.size() * 4), 0);
+  const PrefetchCounters c = s.engine->prefetch_counters();
+  EXPECT_EQ(c.retries, 1u);
+  EXPECT_EQ(c.failed, 0u);
+  EXPECT_EQ(r.read_retries, 0u);  // the demand side never saw it
 }
 
 TEST(MoeEnginePrefetchTest, BadPrefetchConfigurationsAreClearErrors) {

@@ -111,7 +111,8 @@ struct PrefetchCounters {
   uint64_t hits = 0;                      // lookups whose first use of an entry was a prefetched one
   uint64_t wasted_bytes = 0;              // prefetched, evicted before any lookup
   uint64_t waits = 0;                     // lookups that waited for a prefetch still in flight
-  uint64_t failed = 0;                    // prefetch reads that failed (their entries dropped)
+  uint64_t failed = 0;                    // prefetch reads that failed after their retries (entries dropped)
+  uint64_t retries = 0;                   // prefetch reads submitted again after a transient error
   // Accuracy against the next batch's union (when it is at the predicted layer):
   uint64_t predicted = 0, predicted_used = 0, next_lookups = 0;
 };
@@ -137,6 +138,11 @@ struct EngineOptions {
   std::string l1_policy = "lru";
   std::string l2_policy = "lru";
   uint32_t staging_slots = 4;  // transient slots for experts no tier admits
+  // A read (demand or prefetch) that completes with a transient error
+  // (RetryableReadError) is submitted again, into the same buffer, up to this
+  // many times; the retries are counted (LayerBatchReport::read_retries,
+  // PrefetchCounters::retries). When they are spent the read fails as before.
+  uint32_t read_retries = 2;
   // Policy "belady" (offline replay only): the future of the tier's lookups,
   // in the tier's layer batches (a closed-loop replay's batches, in order).
   std::shared_ptr<const NextUseIndex> next_use = nullptr;

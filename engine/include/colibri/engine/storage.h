@@ -108,6 +108,15 @@ class StorageBackend {
   virtual const std::string& warning() const = 0;
 };
 
+// Whether a read that completed with `status` may succeed if read again: an
+// I/O error (EIO, a short read, a read that timed out) or a block whose bytes
+// do not match its digest (kCorruption from CheckBlocksOnRead: the bytes were
+// damaged on the way, or the file changed, which the retries then confirm).
+// A request that breaks the caps (kInvalidArgument) is not retried.
+inline bool RetryableReadError(const Status& status) {
+  return status.code() == StatusCode::kIoError || status.code() == StatusCode::kCorruption;
+}
+
 // Opens `path` (a regular file or a block device) read-only. Errors: NotFound
 // for a missing file; InvalidArgument for a null clock, queue depth 0 or above
 // 32768, bad registered buffers; Unsupported from OpenUringStorage when the
