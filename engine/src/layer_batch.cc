@@ -18,6 +18,8 @@ LayerBatch::LayerBatch(const BatchParts& parts, uint32_t layer, const float* hid
   ready_.clear();
   waiting_.clear();
   prefetch_waits_.clear();
+  parts.scratch.failures.experts.clear();
+  parts.scratch.failures.tokens.clear();
 }
 
 Status LayerBatch::Run(LayerBatchReport* report) {
@@ -35,6 +37,9 @@ Status LayerBatch::Run(LayerBatchReport* report) {
   report->step_ns.scheduling = clock.Now() - start;
   if (status.ok()) status = ComputeAll();
   COLIBRI_RETURN_IF_ERROR(status);
+  if (!p_.scratch.failures.empty()) CollectFailedTokens();
+  report->failed_experts = static_cast<uint32_t>(p_.scratch.failures.experts.size());
+  report->failed_tokens = static_cast<uint32_t>(p_.scratch.failures.tokens.size());
   const TimeNs aggregate_start = clock.Now();
   if (p_.moves_data) Aggregate();
   if (const HostWorkModel* model = p_.backends.host_work; model != nullptr) {
@@ -70,23 +75,25 @@ void LayerBatch::OnReadDone(const ReadCompletion& c) {
     }
     const std::string retried =
         w.read_retries == 0 ? "" : " (after " + std::to_string(w.read_retries) + " retries)";
-    Fail(c.status.WithPrefix("reading expert " + std::to_string(w.expert) + " of MoE layer " + std::to_string(layer_) +
-                             retried));
+    FailWork(c.tag, c.status.WithPrefix("reading expert " + std::to_string(w.expert) + " of MoE layer " +
+                                        std::to_string(layer_) + retried));
     return;
   }
   read_bytes_ += c.bytes;
-  Fail(MakeReady(c.tag, works_[c.tag].read_into));
+  const Status ready = MakeReady(c.tag, works_[c.tag].read_into);
+  if (!ready.ok()) FailWork(c.tag, ready);
 }
 
 void LayerBatch::OnPrefetchDone(size_t index, const Status& status) {
   for (size_t i : prefetch_waits_) {
     if (Index(works_[i].expert) != index) continue;
     if (!status.ok()) {
-      Fail(status.WithPrefix("prefetching expert " + std::to_string(works_[i].expert) + " of MoE layer " +
-                             std::to_string(layer_)));
+      FailWork(i, status.WithPrefix("prefetching expert " + std::to_string(works_[i].expert) + " of MoE layer " +
+                                    std::to_string(layer_)));
       continue;
     }
-    Fail(MakeReady(i, p_.tiers.L2Block(index)));
+    const Status ready = MakeReady(i, p_.tiers.L2Block(index));
+    if (!ready.ok()) FailWork(i, ready);
   }
 }
 
@@ -193,7 +200,9 @@ Status LayerBatch::Dispatch() {
       continue;
     }
     if (w.l2_hit) {
-      COLIBRI_RETURN_IF_ERROR(MakeReady(i, p_.tiers.L2Block(Index(w.expert))));
+      const Status ready = MakeReady(i, p_.tiers.L2Block(Index(w.expert)));
+      if (!ready.ok()) FailWork(i, ready);
+      if (!failure_.ok()) return failure_;
       continue;
     }
     COLIBRI_ASSIGN_OR_RETURN(const int64_t slot, p_.tiers.AdmitL2(Key(w), false));
@@ -242,6 +251,40 @@ void LayerBatch::Fail(Status status) {
   if (!status.ok() && failure_.ok()) failure_ = std::move(status);
 }
 
+void LayerBatch::FailWork(size_t i, Status status) {
+  if (!p_.isolate_failures) return Fail(std::move(status));
+  BatchWork& w = works_[i];
+  if (w.failed) return;
+  w.failed = true;
+  ++finished_;
+  p_.scratch.failures.experts.push_back(ExpertFailure{layer_, w.expert, std::move(status)});
+  if (w.l1_slot >= 0 && w.data == nullptr) {  // L1 admitted it, but its bytes never arrived there
+    p_.tiers.DropL1(Key(w), w.l1_slot);
+    w.l1_slot = -1;
+  }
+  if (w.staging_slot >= 0) {
+    p_.tiers.ReleaseStaging(static_cast<uint32_t>(w.staging_slot));
+    w.staging_slot = -1;
+    Fail(SubmitWaiting());  // the slot is free for a work waiting for one
+  } else if (w.read_into != nullptr && w.data == nullptr && !w.l2_hit) {  // its demand read into L2 never landed
+    p_.tiers.DropL2(Key(w));
+  }
+  w.read_into = nullptr;
+}
+
+void LayerBatch::CollectFailedTokens() {
+  std::vector<uint8_t>& failed = p_.scratch.token_failed;
+  failed.assign(routing_.tokens, 0);
+  const uint32_t* assignments = p_.scratch.assignments.data();
+  for (const BatchWork& w : works_) {
+    if (!w.failed) continue;
+    for (uint32_t a = w.first; a < w.end; ++a) failed[assignments[a] / k_] = 1;
+  }
+  for (size_t t = 0; t < routing_.tokens; ++t) {
+    if (failed[t]) p_.scratch.failures.tokens.push_back(static_cast<uint32_t>(t));
+  }
+}
+
 // The block of works_[i] is in host memory at `host`: copy it to its L1
 // slot when L1 admitted it, else compute from where it is. (Copies are
 // waited for at once: CpuTransfer completes them inside Copy; an
@@ -255,7 +298,10 @@ Status LayerBatch::MakeReady(size_t i, const std::byte* host) {
     return Status::Ok();
   }
   std::byte* device = p_.tiers.L1SlotData(w.l1_slot);
-  COLIBRI_RETURN_IF_ERROR(CopyAndWait(device, host, i));
+  const Status copied = CopyAndWait(device, host, i);
+  if (!copied.ok()) {
+    return copied.WithPrefix("copying expert " + std::to_string(w.expert) + " of MoE layer " + std::to_string(layer_));
+  }
   w.data = device;
   ready_.push_back(i);
   return Status::Ok();
@@ -290,18 +336,22 @@ Result<const std::byte*> LayerBatch::ComputeBlock(const BatchWork& w) {
 }
 
 Status LayerBatch::ComputeAll() {
-  size_t computed = 0;
-  while (computed < works_.size()) {
+  const auto all_finished = [this] { return finished_ == works_.size(); };
+  while (!all_finished()) {
     if (!failure_.ok()) break;
     if (ready_.empty()) {
-      COLIBRI_RETURN_IF_ERROR(p_.backends.loop->RunUntil([this] { return !ready_.empty() || !failure_.ok(); }));
-      if (ready_.empty() && failure_.ok()) return Status::Internal("layer batch stalled: no expert ready, no read pending");
+      COLIBRI_RETURN_IF_ERROR(p_.backends.loop->RunUntil(
+          [&] { return !ready_.empty() || !failure_.ok() || all_finished(); }));
+      if (ready_.empty() && failure_.ok() && !all_finished()) {
+        return Status::Internal("layer batch stalled: no expert ready, no read pending");
+      }
       continue;
     }
     const size_t i = ready_.front();
     ready_.pop_front();
-    COLIBRI_RETURN_IF_ERROR(ComputeOne(works_[i]));
-    ++computed;
+    const Status computed = ComputeOne(works_[i]);
+    if (!computed.ok()) FailWork(i, computed);
+    if (!works_[i].failed) ++finished_;
   }
   return failure_;
 }
@@ -326,11 +376,16 @@ Status LayerBatch::ComputeOne(BatchWork& w) {
   if (const HostWorkModel* model = p_.backends.host_work; model != nullptr) {
     ChargeHostWork(*p_.backends.loop, model->GatherNs(n, p_.model.layout.hidden));
   }
-  COLIBRI_ASSIGN_OR_RETURN(const std::byte* block, ComputeBlock(w));  // a copy here counts as host_to_device
+  const auto where = [&](const char* step) {
+    return std::string(step) + " expert " + std::to_string(w.expert) + " of MoE layer " + std::to_string(layer_);
+  };
+  Result<const std::byte*> block = ComputeBlock(w);  // a copy here counts as host_to_device
+  if (!block.ok()) return block.status().WithPrefix(where("copying"));
   const TimeNs start = p_.backends.loop->Now();
   float* x = p_.moves_data ? p_.scratch.x_buffer.data() : nullptr;
   float* y = p_.moves_data ? p_.scratch.y_buffer.data() : nullptr;
-  COLIBRI_RETURN_IF_ERROR(p_.backends.compute->ExpertFfn(ExpertView{&p_.model.layout, block}, x, n, y));
+  const Status ffn = p_.backends.compute->ExpertFfn(ExpertView{&p_.model.layout, block.value()}, x, n, y);
+  if (!ffn.ok()) return ffn.WithPrefix(where("computing"));
   compute_ns_ += p_.backends.loop->Now() - start;
   if (p_.moves_data) Scatter(w);
   if (w.staging_slot >= 0) {
@@ -367,9 +422,11 @@ void LayerBatch::Scatter(const BatchWork& w) {
 // out[t] = sum over slots s in rank order of weight[t][s] x FFN output: a fixed order.
 void LayerBatch::Aggregate() {
   const uint32_t hidden = p_.model.layout.hidden;
+  const bool any_failed = !p_.scratch.failures.tokens.empty();
   for (size_t t = 0; t < routing_.tokens; ++t) {
     float* dst = out_ + t * hidden;
     std::fill_n(dst, hidden, 0.0f);
+    if (any_failed && p_.scratch.token_failed[t]) continue;  // not computed: zeros
     for (uint32_t s = 0; s < k_; ++s) {
       const size_t a = t * k_ + s;
       if (routing_.expert_ids[a] == kDroppedExpert) continue;

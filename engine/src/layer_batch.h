@@ -13,6 +13,9 @@
 // Ownership: lives only inside MoeEngine::Execute; borrows everything
 // (BatchParts: the engine's tiers, prefetcher, backends and scratch) and the
 // caller's hidden, routing and out. Thread-safety: none; the engine's thread.
+// With BatchParts::isolate_failures an expert that cannot be read, copied or
+// computed fails alone (FailWork): the batch finishes the others, writes
+// zeros for the tokens that needed it, and lists both in BatchScratch::failures.
 // A demand read that completes with a transient error (RetryableReadError)
 // is submitted again into the same buffer, up to BatchParts::read_retries
 // times (counted in LayerBatchReport::read_retries).
@@ -41,6 +44,7 @@ struct BatchWork {
   int64_t l1_slot = -1;                  // the L1 slot admitted for a block L1 lacked
   const std::byte* data = nullptr;       // block to compute from, once ready
   uint32_t read_retries = 0;             // times its read was submitted again after a transient failure
+  bool failed = false;                   // not computed (isolated failure)
 };
 
 // A FIFO of work indices over a vector that keeps its capacity (each work is queued at most once per batch).
@@ -76,6 +80,8 @@ struct BatchScratch {
   std::vector<float> expert_out;  // [token x top_k + slot] x hidden: each slot's FFN output
   std::vector<float> x_buffer;    // gathered inputs of one expert
   std::vector<float> y_buffer;    // its outputs
+  BatchFailures failures;         // isolated failures of the last batch
+  std::vector<uint8_t> token_failed;  // per token of the batch: a slot routed to a failed expert
 };
 
 // What a batch works with: the engine's parts.
@@ -87,6 +93,7 @@ struct BatchParts {
   BatchScratch& scratch;
   bool moves_data;  // compute reads data: gather inputs, aggregate outputs
   uint32_t read_retries;  // EngineOptions::read_retries
+  bool isolate_failures;  // EngineOptions::isolate_expert_failures
 };
 
 class LayerBatch {
@@ -114,6 +121,11 @@ class LayerBatch {
   Status SubmitWaiting();
   Status SubmitRead(size_t i);
   void Fail(Status status);
+  // Work i could not be made ready or computed: with isolation it alone
+  // fails (its slots freed, its entries forgotten), else the batch does.
+  void FailWork(size_t i, Status status);
+  // The failed works' tokens (after ComputeAll), in scratch.failures.tokens and token_failed.
+  void CollectFailedTokens();
   Status MakeReady(size_t i, const std::byte* host);
   Status CopyAndWait(std::byte* device, const std::byte* host, uint64_t tag);
   Result<const std::byte*> ComputeBlock(const BatchWork& w);
@@ -135,6 +147,7 @@ class LayerBatch {
   WorkQueue& waiting_;
   std::vector<size_t>& prefetch_waits_;
   Status failure_;
+  size_t finished_ = 0;  // works computed or failed
   uint64_t reads_submitted_ = 0;
   uint64_t read_bytes_ = 0;
   uint32_t staged_ = 0;

@@ -74,7 +74,8 @@ Status MoeEngine::Run(uint32_t layer_index, const float* hidden, const LayerRout
   }
   if (moves_data_) scratch_->expert_out.resize(routing.tokens * model_.top_k * model_.layout.hidden);
   *report = LayerBatchReport{};
-  const BatchParts parts{model_, backends_, *tiers_, *prefetcher_, *scratch_, moves_data_, options_.read_retries};
+  const BatchParts parts{model_, backends_, *tiers_, *prefetcher_, *scratch_, moves_data_, options_.read_retries,
+                         options_.isolate_expert_failures};
   LayerBatch batch(parts, layer_index, hidden, routing, out);
   current_batch_ = &batch;
   const Status status = batch.Run(report);
@@ -203,5 +204,6 @@ TierCounters MoeEngine::l1_counters() const { return tiers_->l1_counters(); }
 TierCounters MoeEngine::l2_counters() const { return tiers_->l2_counters(); }
 std::vector<MemoryRegion> MoeEngine::read_buffer_regions() const { return tiers_->read_buffer_regions(); }
 uint64_t MoeEngine::pool_bytes() const { return tiers_->pool_bytes(); }
+const BatchFailures& MoeEngine::last_failures() const { return scratch_->failures; }
 
 }  // namespace colibri::engine

@@ -234,6 +234,88 @@ TEST(MoeEngineTest, OutputIsBitIdenticalWhateverThePlacement) {
   EXPECT_EQ(configurations, 96);
 }
 
+// isolate_expert_failures: an expert whose reads always fail fails only the
+// tokens routed to it, in every placement; every other token's output is the
+// fault-free one, bit for bit, and the tiers stay sound for later batches.
+TEST(MoeEngineTest, AnIsolatedExpertFailureFailsOnlyItsTokensWhateverThePlacement) {
+  Fixture f;
+  const uint64_t block = f.model.layout.block_bytes;
+  const auto passes = MakePasses(7);
+  constexpr uint32_t kBroken = 3;  // expert 3 of MoE layer 0
+  int configurations = 0, failed_batches = 0;
+  for (uint64_t l1 : {uint64_t{0}, block, 24 * block}) {
+    for (uint64_t l2 : {uint64_t{0}, 2 * block, 24 * block}) {
+      for (uint32_t staging : {1u, 3u}) {
+        for (uint64_t order_seed : {1u, 2u}) {
+          EngineOptions options{l1, l2, "lru", "lru", staging};
+          options.isolate_expert_failures = true;
+          options.read_retries = 1;
+          EngineRig s(f, options, order_seed);
+          ASSERT_NE(s.engine, nullptr);
+          s.storage.fail_offset_ = f.model.expert_offsets[kBroken];
+          for (size_t i = 0; i < passes.size(); ++i) {
+            const Pass& p = passes[i];
+            std::vector<float> out;
+            LayerBatchReport r;
+            ASSERT_TRUE(RunPass(*s.engine, p, &out, &r).ok()) << "pass " << i;
+            std::vector<uint32_t> expected_failed;
+            const size_t tokens = p.hidden.size() / kHidden;
+            for (uint32_t t = 0; t < tokens; ++t) {
+              if (p.layer == 0 && (p.ids[t * kTopK] == kBroken || p.ids[t * kTopK + 1] == kBroken)) {
+                expected_failed.push_back(t);
+              }
+            }
+            const BatchFailures& failures = s.engine->last_failures();
+            EXPECT_EQ(failures.tokens, expected_failed) << "pass " << i;
+            ASSERT_EQ(failures.experts.size(), expected_failed.empty() ? 0u : 1u) << "pass " << i;
+            EXPECT_EQ(r.failed_experts, failures.experts.size());
+            EXPECT_EQ(r.failed_tokens, expected_failed.size());
+            if (!failures.empty()) {
+              ++failed_batches;
+              EXPECT_EQ(failures.experts[0].layer_index, 0u);
+              EXPECT_EQ(failures.experts[0].expert, kBroken);
+              EXPECT_NE(failures.experts[0].status.message().find("reading expert 3 of MoE layer 0 (after 1 retries)"),
+                        std::string::npos)
+                  << failures.experts[0].status.message();
+            }
+            const std::vector<float> expected = Reference(f, p);
+            for (uint32_t t = 0; t < tokens; ++t) {
+              const bool failed = std::find(expected_failed.begin(), expected_failed.end(), t) != expected_failed.end();
+              const std::vector<float> zeros(kHidden, 0.0f);
+              const float* want = failed ? zeros.data() : expected.data() + t * kHidden;
+              ASSERT_EQ(std::memcmp(out.data() + t * kHidden, want, kHidden * 4), 0)
+                  << "pass " << i << " token " << t << " l1 " << l1 << " l2 " << l2 << " staging " << staging;
+            }
+            EXPECT_EQ(r.l1_hits + r.l2_hits + r.nvme_reads, r.distinct_experts);
+            EXPECT_EQ(r.read_bytes, uint64_t{r.nvme_reads - r.failed_experts} * block);
+          }
+          ++configurations;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(configurations, 36);
+  int routed_to_broken = 0;  // layer-0 passes that route a token to the broken expert
+  for (const Pass& p : passes) {
+    routed_to_broken += p.layer == 0 && std::find(p.ids.begin(), p.ids.end(), kBroken) != p.ids.end();
+  }
+  EXPECT_GT(routed_to_broken, 0);
+  EXPECT_EQ(failed_batches, 36 * routed_to_broken);
+}
+
+// Without isolation the same failure fails the batch, as before.
+TEST(MoeEngineTest, WithoutIsolationAnExpertFailureFailsTheBatch) {
+  Fixture f;
+  EngineOptions options{0, 24 * f.model.layout.block_bytes, "lru", "lru", 2};
+  EngineRig s(f, options, 1);
+  ASSERT_NE(s.engine, nullptr);
+  s.storage.fail_offset_ = f.model.expert_offsets[0 * kExperts + 1];
+  std::vector<float> out;
+  const Status st = RunPass(*s.engine, Pass{0, std::vector<float>(kHidden, 0.5f), {1, 2}, {0.5f, 0.5f}}, &out, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(s.engine->last_failures().empty());
+}
+
 TEST(MoeEngineTest, TiersServeRepeatsWithoutNvmeReads) {
   Fixture f;
   const uint64_t block = f.model.layout.block_bytes;

@@ -143,6 +143,14 @@ struct EngineOptions {
   // many times; the retries are counted (LayerBatchReport::read_retries,
   // PrefetchCounters::retries). When they are spent the read fails as before.
   uint32_t read_retries = 2;
+  // false: an expert whose read (after its retries), copy or kernel fails
+  // fails the whole layer batch (Execute returns the error). true: only that
+  // expert fails; the batch completes for every other token, Execute returns
+  // OK, and MoeEngine::last_failures() names the failed experts and the
+  // tokens that needed them (their outputs are zeros, not computed). A
+  // failure the engine cannot confine (a storage backend that broke, a
+  // request the storage rejected, a stalled batch) still fails the batch.
+  bool isolate_expert_failures = false;
   // Policy "belady" (offline replay only): the future of the tier's lookups,
   // in the tier's layer batches (a closed-loop replay's batches, in order).
   std::shared_ptr<const NextUseIndex> next_use = nullptr;
@@ -168,6 +176,21 @@ struct LayerRouting {
   size_t tokens = 0;
   const uint32_t* expert_ids = nullptr;
   const float* weights = nullptr;
+};
+
+// An expert of a layer batch that could not be computed (isolate_expert_failures).
+struct ExpertFailure {
+  uint32_t layer_index = 0;
+  uint32_t expert = 0;
+  Status status;  // names the step (reading, prefetching, copying, computing), the expert and the layer
+};
+
+// The failures of the last layer batch: experts in the order they failed, and
+// the tokens (ascending indices into the batch) with a slot routed to one.
+struct BatchFailures {
+  std::vector<ExpertFailure> experts;
+  std::vector<uint32_t> tokens;
+  bool empty() const { return experts.empty(); }
 };
 
 struct TierCounters {
@@ -232,6 +255,9 @@ class MoeEngine {
   uint64_t token_cycle_bytes() const;
   // LruCliffWarning for L1 and L2 as configured (none, one or two lines).
   std::vector<std::string> SizingWarnings() const;
+  // With isolate_expert_failures: what the last Forward / ExecuteLogits /
+  // Execute could not compute (empty when everything was; valid until the next call).
+  const BatchFailures& last_failures() const;
   // Whether the compute backend reads data (inputs gathered, outputs aggregated).
   bool moves_data() const { return moves_data_; }
   // Replaces the observer (null: none); e.g. a recorder made after the engine.

@@ -56,6 +56,8 @@ struct LayerBatchReport {
   uint64_t read_bytes = 0;
   TimeNs read_latency_sum_ns = 0;  // sum over the batch's reads of submit -> complete (queueing included)
   uint32_t dropped_assignments = 0;  // (token, slot) pairs dropped by expert capacity
+  uint32_t failed_experts = 0;       // experts not computed (EngineOptions::isolate_expert_failures)
+  uint32_t failed_tokens = 0;        // tokens with a slot routed to one (outputs zeros)
   uint32_t read_retries = 0;         // demand reads submitted again after a transient error (EngineOptions::read_retries)
   uint32_t prefetch_reads = 0;       // prefetches for the next layer submitted during the batch
   uint64_t prefetch_bytes = 0;
