@@ -319,12 +319,7 @@ class SimStorage final : public engine::StorageBackend {
 
   void HandOver(std::vector<ReadCompletion>* out) {
     for (ReadCompletion& c : ready_) {
-      if (c.status.ok()) {
-        ++counters_.reads;
-        counters_.read_bytes += c.bytes;
-      } else {
-        ++counters_.read_errors;
-      }
+      engine::CountCompletion(c, &counters_);
       ++handed_over_;
       out->push_back(std::move(c));
     }

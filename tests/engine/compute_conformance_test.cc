@@ -13,6 +13,7 @@
 #include "colibri/engine/clock.h"
 #include "colibri/engine/cpu_compute.h"
 #include "compute_conformance.h"
+#include "owning_wrapper.h"
 
 namespace colibri::engine {
 namespace {
@@ -40,10 +41,24 @@ std::unique_ptr<ComputeHarness> MakeCpuHarness() {
   return std::make_unique<CpuHarness<kThreads, kScalar>>();
 }
 
+// CpuCompute inside a ComputeWrapper that overrides nothing (backend_wrappers.h).
+class WrappedCpuHarness final : public ComputeHarness {
+ public:
+  Result<std::unique_ptr<ComputeBackend>> Make() override {
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> compute, inner_.Make());
+    return std::unique_ptr<ComputeBackend>(new testing_util::OwningCompute(std::move(compute)));
+  }
+  const Clock& clock() const override { return inner_.clock(); }
+
+ private:
+  CpuHarness<2, false> inner_;
+};
+
 const ComputeHarnessFactory kHarnesses[] = {
     {"cpu_best_x1", &MakeCpuHarness<1, false>},
     {"cpu_best_x2", &MakeCpuHarness<2, false>},
     {"cpu_scalar_x3", &MakeCpuHarness<3, true>},
+    {"cpu_wrapped", [] { return std::unique_ptr<ComputeHarness>(new WrappedCpuHarness()); }},
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, ComputeConformanceTest, ::testing::ValuesIn(kHarnesses),

@@ -22,6 +22,7 @@
 #include "colibri/engine/block_check.h"
 #include "colibri/engine/storage.h"
 #include "model_test_util.h"
+#include "owning_wrapper.h"
 #include "storage_conformance.h"
 
 namespace colibri::engine {
@@ -103,9 +104,24 @@ class BlockCheckHarness final : public StorageHarness {
 
 std::unique_ptr<StorageHarness> MakeBlockCheckHarness() { return std::make_unique<BlockCheckHarness>(); }
 
+// PreadStorage inside a StorageWrapper that overrides nothing (backend_wrappers.h).
+class WrappedHarness final : public StorageHarness {
+ public:
+  Result<std::unique_ptr<StorageBackend>> Open(const std::string& path, uint32_t queue_depth) override {
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage, inner_.Open(path, queue_depth));
+    return std::unique_ptr<StorageBackend>(new testing_util::OwningStorage(std::move(storage)));
+  }
+
+ private:
+  RealHarness<&OpenPreadStorage> inner_;
+};
+
 const StorageHarnessFactory kHarnesses[] = {{"uring", &MakeRealHarness<&OpenUringStorage>},
                                             {"pread", &MakeRealHarness<&OpenPreadStorage>},
-                                            {"pread_block_check", &MakeBlockCheckHarness}};
+                                            {"pread_block_check", &MakeBlockCheckHarness},
+                                            {"pread_wrapped", [] {
+                                               return std::unique_ptr<StorageHarness>(new WrappedHarness());
+                                             }}};
 
 INSTANTIATE_TEST_SUITE_P(Backends, StorageConformanceTest, ::testing::ValuesIn(kHarnesses), conformance::HarnessName);
 

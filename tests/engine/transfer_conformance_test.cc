@@ -10,6 +10,7 @@
 
 #include "colibri/engine/event_loop.h"
 #include "colibri/engine/transfer.h"
+#include "owning_wrapper.h"
 #include "transfer_conformance.h"
 
 namespace colibri::engine {
@@ -29,8 +30,21 @@ class CpuHarness final : public TransferHarness {
   RealEventLoop loop_;
 };
 
+// CpuTransfer inside a TransferWrapper that overrides nothing (backend_wrappers.h).
+class WrappedCpuHarness final : public TransferHarness {
+ public:
+  Result<std::unique_ptr<TransferBackend>> Make() override {
+    return std::unique_ptr<TransferBackend>(new testing_util::OwningTransfer(MakeCpuTransfer(&loop_)));
+  }
+  const Clock& clock() const override { return loop_; }
+
+ private:
+  RealEventLoop loop_;
+};
+
 const TransferHarnessFactory kHarnesses[] = {
     {"cpu", [] { return std::unique_ptr<TransferHarness>(new CpuHarness()); }},
+    {"cpu_wrapped", [] { return std::unique_ptr<TransferHarness>(new WrappedCpuHarness()); }},
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, TransferConformanceTest, ::testing::ValuesIn(kHarnesses),

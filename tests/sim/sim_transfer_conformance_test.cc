@@ -6,12 +6,18 @@
 // order. SimTransfer moves no bytes (delivers_data = false): the suite's data
 // checks are skipped by that capability. What only SimTransfer promises, copies
 // on one copy engine completing in submission order, is tested below.
+// FaultInjectionTransfer (fault_injection.h) runs the same contract over
+// SimTransfer with no faults and with transfer.fail and transfer.oom at 1 in
+// 10^9 (on, so every copy takes the wrapper's own path; with this seed none
+// fires).
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../engine/owning_wrapper.h"
 #include "../engine/transfer_conformance.h"
+#include "colibri/sim/fault_injection.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/sim/sim_event_loop.h"
 #include "colibri/sim/sim_transfer.h"
@@ -59,12 +65,40 @@ class SimHarness final : public TransferHarness {
   SimEventLoop loop_;
 };
 
+// SimTransfer over a catalog link inside a FaultInjectionTransfer with `spec`.
+class FaultHarness final : public TransferHarness {
+ public:
+  FaultHarness(const char* spec, std::string pcie_id, uint32_t copy_engines)
+      : spec_(spec), target_(std::move(pcie_id), true, copy_engines) {}
+
+  Result<std::unique_ptr<TransferBackend>> Make() override {
+    COLIBRI_ASSIGN_OR_RETURN(const FaultSpec spec, ParseFaultSpec(spec_));
+    COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TransferBackend> target, target_.Make());
+    auto faults = std::make_unique<FaultInjectionTransfer>(target.get(), spec, 42, &target_.clock(), &log_);
+    return std::unique_ptr<TransferBackend>(
+        new engine::testing_util::OwningTransfer(std::move(target), std::move(faults)));
+  }
+  const engine::Clock& clock() const override { return target_.clock(); }
+  void LetTimePass() override { target_.LetTimePass(); }
+
+ private:
+  const char* spec_;
+  SimHarness target_;
+  FaultLog log_;
+};
+
 const TransferHarnessFactory kHarnesses[] = {
     {"sim_gen5_pinned", [] { return std::unique_ptr<TransferHarness>(new SimHarness("pcie-gen5-x16", true)); }},
     {"sim_gen3_pageable", [] { return std::unique_ptr<TransferHarness>(new SimHarness("pcie-gen3-x16", false)); }},
     {"sim_no_link", [] { return std::unique_ptr<TransferHarness>(new SimHarness("none", true)); }},
     {"sim_gen4_two_engines",
      [] { return std::unique_ptr<TransferHarness>(new SimHarness("pcie-gen4-x16", true, 2)); }},
+    {"fault_none_sim_gen5",
+     [] { return std::unique_ptr<TransferHarness>(new FaultHarness("none", "pcie-gen5-x16", 0)); }},
+    {"fault_rare_sim_gen4_two_engines", [] {
+       return std::unique_ptr<TransferHarness>(
+           new FaultHarness("transfer.fail=1/1000000000,transfer.oom=1/1000000000", "pcie-gen4-x16", 2));
+     }},
 };
 
 INSTANTIATE_TEST_SUITE_P(Sim, TransferConformanceTest, ::testing::ValuesIn(kHarnesses),

@@ -74,6 +74,17 @@ struct StorageCounters {
   uint64_t registered_reads = 0;   // reads issued into a registered buffer (io_uring READ_FIXED)
 };
 
+// Counts one completion a backend hands over: in reads and read_bytes when
+// its status is OK, else in read_errors.
+inline void CountCompletion(const ReadCompletion& completion, StorageCounters* counters) {
+  if (completion.status.ok()) {
+    ++counters->reads;
+    counters->read_bytes += completion.bytes;
+  } else {
+    ++counters->read_errors;
+  }
+}
+
 class StorageBackend {
  public:
   virtual ~StorageBackend() = default;
