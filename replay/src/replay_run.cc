@@ -37,7 +37,13 @@ constexpr uint64_t kBlockAlignmentBytes = 4096;
 struct Rig {
   std::unique_ptr<engine::EventLoop> loop;
   sim::EventLog log;
+  sim::FaultLog faults{&log};
   std::optional<engine::Model> model;
+  // The backends under the fault-injecting wrappers (ReplayConfig::faults), when
+  // there are any: declared first, so the wrappers above them go first.
+  std::unique_ptr<engine::StorageBackend> storage_target;
+  std::unique_ptr<engine::TransferBackend> transfer_target;
+  std::unique_ptr<engine::ComputeBackend> compute_target;
   std::unique_ptr<engine::StorageBackend> storage;
   std::unique_ptr<engine::TransferBackend> transfer;
   std::unique_ptr<engine::ComputeBackend> compute;
@@ -144,6 +150,11 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
     COLIBRI_ASSIGN_OR_RETURN(rig->storage, c.storage == "uring" ? engine::OpenUringStorage(path, o)
                                                                 : engine::OpenPreadStorage(path, o));
   }
+  if (c.faults.storage_any()) {  // under the block check, which then sees a corrupted read
+    rig->storage_target = std::move(rig->storage);
+    rig->storage = std::make_unique<sim::FaultInjectionStorage>(rig->storage_target.get(), c.faults, c.seed,
+                                                                rig->loop.get(), &rig->faults);
+  }
   // Blocks that land in memory are checked when the model was not hashed whole at open.
   if (rig->model) rig->storage = engine::CheckBlocksOnRead(*rig->model, std::move(rig->storage));
   return Status::Ok();
@@ -166,6 +177,16 @@ Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
     rig->compute = std::move(compute);
   } else {
     COLIBRI_ASSIGN_OR_RETURN(rig->compute, MakeHwCompute(c.compute, HwOptions(c)));
+  }
+  if (c.faults.transfer_any()) {
+    rig->transfer_target = std::move(rig->transfer);
+    rig->transfer = std::make_unique<sim::FaultInjectionTransfer>(rig->transfer_target.get(), c.faults, c.seed,
+                                                                  rig->loop.get(), &rig->faults);
+  }
+  if (c.faults.compute_any()) {
+    rig->compute_target = std::move(rig->compute);
+    rig->compute = std::make_unique<sim::FaultInjectionCompute>(rig->compute_target.get(), c.faults, c.seed,
+                                                                rig->loop.get(), &rig->faults);
   }
   return Status::Ok();
 }
@@ -414,6 +435,7 @@ class Runner {
     }
     engine::LayerBatchReport report;
     const Status run = replayer_->Run(batch, &report);
+    out->read_retries += report.read_retries;
     if (!run.ok()) {
       return run.WithPrefix(c_.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
                             std::to_string(batch.layer_index));
@@ -542,6 +564,8 @@ Result<ReplayResult> RunReplay(const ReplayConfig& c) {
   out.l1 = rig->engine->l1_counters();
   out.l2 = rig->engine->l2_counters();
   out.prefetch = rig->engine->prefetch_counters();
+  out.read_retries += out.prefetch.retries;
+  out.faults = rig->faults.records();
   out.router = rig->engine->router_counters();
   out.read_bytes = rig->storage->counters().read_bytes;
   out.reads = rig->storage->counters().reads;

@@ -59,7 +59,8 @@ Json ConfigJson(const ReplayConfig& c) {
               {"repeat", c.repeat},
               {"max_arrivals", c.max_arrivals},
               {"max_batch", c.max_batch},
-              {"raw_step_samples_cap", c.raw_step_samples_cap}};
+              {"raw_step_samples_cap", c.raw_step_samples_cap},
+              {"faults", sim::FormatFaultSpec(c.faults)}};
 }
 
 // What replays and local runs both store, from the fields ReplayResult and
@@ -123,7 +124,10 @@ reports::RunResults ReplayRunResults(const ReplayResult& r, const std::string& s
   out.scalars.insert({{"moe_ns", static_cast<double>(r.moe_ns)},
                       {"reads", static_cast<double>(r.reads)},
                       {"queue_full_events", static_cast<double>(r.queue_full_events)},
-                      {"events", static_cast<double>(r.events)}});
+                      {"events", static_cast<double>(r.events)},
+                      {"read_retries", static_cast<double>(r.read_retries)},
+                      {"faults_injected", static_cast<double>(r.faults.size())}});
+  for (const sim::InjectedFault& f : r.faults) out.faults.push_back(reports::FaultRecord{f.at_ns, f.kind, f.detail});
   out.texts = {{"event_digest", r.event_digest},
                {"clock", r.simulated ? "simulated" : "real"},
                {"modelled_layout", r.modelled_layout},

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "colibri/sim/fault_spec.h"
+
 namespace colibri::replay {
 namespace {
 
@@ -28,6 +30,7 @@ int TrackOf(sim::EventKind kind) {
     case sim::EventKind::kGate: return 2;
     case sim::EventKind::kDense: return 3;
     case sim::EventKind::kLayerBatch: return 4;
+    case sim::EventKind::kFault: return kOtherTrack;
   }
   return kOtherTrack;
 }
@@ -201,6 +204,12 @@ void TraceEventWriter::OnSpan(engine::TimeNs start_ns, engine::TimeNs end_ns, si
       AppendUint(&buffer_, a);
       buffer_.append(",\"tokens\":");
       AppendUint(&buffer_, b);
+      break;
+    case sim::EventKind::kFault:
+      buffer_.append(",\"name\":\"fault ");
+      buffer_.append(a < sim::kFaultKindCount ? sim::FaultKindName(static_cast<sim::FaultKind>(a)) : "unknown");
+      buffer_.append("\",\"cat\":\"fault\",\"args\":{\"kind\":");
+      AppendUint(&buffer_, a);
       break;
     default:
       buffer_.append(",\"name\":\"event ");

@@ -39,6 +39,7 @@ bool RunsKernel(const engine::ComputeCaps& caps, const engine::ExpertView& exper
 }  // namespace
 
 void FaultLog::Append(TimeNs at_ns, FaultKind kind, std::string detail) {
+  if (events_ != nullptr) events_->Append(at_ns, at_ns, EventKind::kFault, static_cast<uint64_t>(kind), Fnv1a64(detail));
   records_.push_back(InjectedFault{at_ns, FaultKindName(kind), std::move(detail)});
   ++counts_[static_cast<size_t>(kind)];
 }

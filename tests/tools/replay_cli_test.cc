@@ -114,6 +114,30 @@ TEST_F(ReplayCliTest, DecodeSeriesHasOneEntryPerDecodePass) {
   EXPECT_FALSE(Colibri(kReplaySample + "--hw phone-bigmoe --json").json()["runs"][0]["decode"].contains("series"));
 }
 
+// --faults: injected faults are printed, counted by kind in --json, and
+// stored with the run (runs show); a malformed spec is exit 2 naming the byte.
+TEST_F(ReplayCliTest, InjectedFaultsAreReportedAndStored) {
+  const Outcome run = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --faults storage.eio=1/300,storage.spike=1/50:5ms --json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json r = run.json()["runs"][0];
+  EXPECT_EQ(r["faults"]["spec"], "storage.eio=1/300,storage.spike=1/50:5ms");
+  const uint64_t eio = r["faults"]["by_kind"]["storage.eio"], spike = r["faults"]["by_kind"]["storage.spike"];
+  EXPECT_GT(eio, 0u);
+  EXPECT_GT(spike, 0u);
+  EXPECT_EQ(r["faults"]["injected"], eio + spike);
+  EXPECT_EQ(r["read_retries"], eio);
+  const Outcome show = Colibri("runs show " + std::to_string(r["run_id"].get<int64_t>()) + " --json");
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(show.json()["runs"][0]["results"]["faults"], eio + spike);
+  const Outcome text = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --faults storage.eio=1/300 --no-store");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("faults (storage.eio=1/300): "), std::string::npos) << text.out;
+  const Outcome bad = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --faults storage.eio=1/0");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--faults"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("at byte"), std::string::npos) << bad.err;
+}
+
 TEST_F(ReplayCliTest, ContradictoryFlagsExitTwoWithAMessage) {
   const Outcome open = Colibri(kReplaySample + "--hw h100-p5800x-gen5 --pacing open");
   EXPECT_EQ(open.exit_code, 2);

@@ -39,6 +39,8 @@
 #include "colibri/reports/run_store.h"
 #include "colibri/reports/samples.h"
 #include "colibri/sim/event_log.h"
+#include "colibri/sim/fault_injection.h"
+#include "colibri/sim/fault_spec.h"
 #include "colibri/sim/hardware.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/stats.h"
@@ -63,6 +65,10 @@ class BatchHook : public engine::EngineObserver {
 
 struct ReplayConfig {
   std::string trace_path;
+  // Faults injected by wrappers over the backends (sim/fault_injection.h),
+  // seeded by `seed`; each goes to the event log and ReplayResult::faults.
+  // Transient read errors are retried by the engine (EngineOptions::read_retries).
+  sim::FaultSpec faults;
   bool allow_torn = false;      // a torn trace replays its prefix (ReplayResult::trace says so); else an error
   std::string model_dir;        // required by real backends (the bytes to read and compute)
   engine::ModelVerify model_verify = engine::ModelVerify::kAuto;  // how model_dir's bytes are checked
@@ -178,6 +184,8 @@ struct ReplayResult {
   std::vector<reports::HitRatePoint> hit_rate;      // cumulative, in run order
   std::string modelled_layout;    // how the expert shape was modelled (dtype, H, I, block bytes)
   std::vector<std::string> warnings;  // the engine's sizing warnings (the LRU cliff guard), the dense cost's
+  std::vector<sim::InjectedFault> faults;  // ReplayConfig::faults, in injection order
+  uint64_t read_retries = 0;          // reads the engine submitted again after a transient error (demand + prefetch)
 };
 
 Result<ReplayResult> RunReplay(const ReplayConfig& config);

@@ -29,6 +29,7 @@ enum class EventKind : uint32_t {
   kGate = 4,        // SimCompute gate GEMV ended: a = tokens, b = modelled ns; from end - modelled ns
   kLayerBatch = 5,  // a layer batch ended (replay): a = layer index, b = tokens; from the batch's start
   kDense = 6,       // the non-MoE part of a layer (replay; sink only, see Span): a = layer index, b = bytes
+  kFault = 7,       // a fault injected (fault_injection.h): a = FaultKind, b = FNV-1a of its detail; an instant
 };
 
 // Receives every entry of an EventLog as a span, in append order (about end

@@ -110,6 +110,7 @@
 #include "colibri/engine/event_loop.h"
 #include "colibri/engine/storage.h"
 #include "colibri/engine/transfer.h"
+#include "colibri/sim/event_log.h"
 #include "colibri/sim/fault_spec.h"
 #include "colibri/sim/random.h"
 #include "colibri/status.h"
@@ -124,9 +125,14 @@ struct InjectedFault {
   bool operator==(const InjectedFault&) const = default;
 };
 
-// The faults of a run, in the order they were injected. Plain value; not thread-safe.
+// The faults of a run, in the order they were injected. With an event log,
+// each is also appended there (EventKind::kFault, an instant at at_ns), so
+// the run's digest covers them. Plain value; not thread-safe; borrows the
+// event log, which must outlive the appends.
 class FaultLog {
  public:
+  FaultLog() = default;
+  explicit FaultLog(EventLog* events) : events_(events) {}
   void Append(engine::TimeNs at_ns, FaultKind kind, std::string detail);
   const std::vector<InjectedFault>& records() const { return records_; }
   // Faults of `kind` so far.
@@ -136,6 +142,7 @@ class FaultLog {
   size_t size() const { return records_.size(); }
 
  private:
+  EventLog* events_ = nullptr;
   std::vector<InjectedFault> records_;
   std::array<uint64_t, kFaultKindCount> counts_{};
 };
