@@ -20,10 +20,6 @@ double StandardNormal(Rng* rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
 }
 
-uint64_t DeriveSeed(uint64_t root_seed, std::string_view component) {
-  return SplitMix64(SplitMix64(root_seed) ^ Fnv1a64(component));
-}
-
 Rng::Rng(uint64_t seed) {
   uint64_t x = seed;
   for (uint64_t& word : state_) word = engine::SplitMix64Next(&x);

@@ -1,5 +1,5 @@
-// The project's one splitmix64 and one FNV-1a (64-bit), and the seeding
-// scheme built on them. Written out by hand, so every standard library and
+// The project's one splitmix64 and one FNV-1a (64-bit), and its seeding
+// scheme built on them (DeriveSeed: root seed + component name). Written out by hand, so every standard library and
 // every folder gets the same bits: seeds, synthetic values and digests that
 // tests and recorded runs pin depend on them. Header-only, constexpr,
 // stateless except for the state a caller passes; thread-safe.
@@ -50,6 +50,15 @@ inline uint64_t Fnv1a64Bytes(const void* data, size_t n, uint64_t hash = kFnv1a6
   const auto* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) hash = Fnv1a64Byte(hash, p[i]);
   return hash;
+}
+
+// The seed of `component`'s stream in a run seeded with `root_seed`:
+// SplitMix64(SplitMix64(root_seed) ^ Fnv1a64(component)). One root seed per
+// run, and each component (a model, a probe, a round: "io_bench_reads.2")
+// derives its own stream from its name, so adding a component never perturbs
+// the others (ARCHITECTURE.md, "Determinism rules").
+constexpr uint64_t DeriveSeed(uint64_t root_seed, std::string_view component) {
+  return SplitMix64(SplitMix64(root_seed) ^ Fnv1a64(component));
 }
 
 }  // namespace colibri::engine

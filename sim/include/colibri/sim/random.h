@@ -27,7 +27,7 @@ using engine::SplitMix64;
 // FNV-1a, 64-bit, over the bytes of `text`.
 using engine::Fnv1a64;
 // The seed of `component`'s stream in a run seeded with `root_seed`.
-uint64_t DeriveSeed(uint64_t root_seed, std::string_view component);
+using engine::DeriveSeed;
 
 // xoshiro256** (Blackman, Vigna 2018), its state filled by splitmix64 from the seed.
 class Rng {
