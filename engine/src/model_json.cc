@@ -67,6 +67,16 @@ Result<uint64_t> JsonObject::UintOr(const std::string& field, uint64_t fallback,
   return Has(field) ? Uint(field, min_value, max_value) : Result<uint64_t>(fallback);
 }
 
+Result<uint64_t> JsonObject::UintAnyOf(const std::vector<std::string>& fields, uint64_t min_value,
+                                       uint64_t max_value) const {
+  std::string names;
+  for (const std::string& field : fields) {
+    if (Has(field)) return CheckedUint(field, (*json_)[field], min_value, max_value);
+    names += (names.empty() ? "" : "' or '") + field;
+  }
+  return Error(names, "missing");
+}
+
 Result<bool> JsonObject::Bool(const std::string& field) const {
   if (!Has(field)) return Error(field, "missing");
   const Json& value = (*json_)[field];
