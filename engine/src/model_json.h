@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/json_snippet.h"
 #include "colibri/status.h"
 
 namespace colibri::engine::model_detail {
@@ -19,8 +20,6 @@ using Json = nlohmann::json;
 Result<Json> ParseJson(const std::string& text, const std::string& where);
 // Reads and parses a JSON file of at most `max_bytes`.
 Result<Json> ReadJsonFile(const std::string& path, uint64_t max_bytes);
-// A short description of a value for error messages.
-std::string JsonSnippet(const Json& value);
 
 class JsonObject {
  public:
