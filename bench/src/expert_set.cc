@@ -4,7 +4,7 @@
 #include <cstring>
 #include <new>
 
-#include "colibri/sim/random.h"
+#include "colibri/engine/mix.h"
 
 namespace colibri::bench {
 namespace {
@@ -47,8 +47,7 @@ void FillMatrix(const ExpertLayout& layout, std::byte* matrix, std::byte* scales
 }  // namespace
 
 float SyntheticValues::Next() {
-  const uint64_t z = sim::SplitMix64(state_);
-  state_ += 0x9E3779B97F4A7C15ull;
+  const uint64_t z = engine::SplitMix64Next(&state_);
   return static_cast<float>(static_cast<double>(z >> 11) * 0x1p-52 - 1.0);
 }
 

@@ -10,6 +10,7 @@
 #include "colibri/bench/files.h"
 #include "colibri/bench/fio.h"
 #include "colibri/bench/storage_reads.h"
+#include "colibri/engine/mix.h"
 #include "colibri/reports/latency_json.h"
 
 namespace colibri::bench {
@@ -59,13 +60,13 @@ Result<Measured> Measure(const std::string& path, uint64_t block_bytes, const st
                                    .duration_ns = uint64_t{o.seconds} * kNsPerS};
   for (int round = 0; round < o.repeats; ++round) {
     observer.Progress(steps * round + 1, steps * o.repeats);
-    reads.seed = o.seed + round;
+    reads.seed = engine::DeriveSeed(o.seed, "io_bench_reads." + std::to_string(round));
     COLIBRI_ASSIGN_OR_RETURN(StorageReadRun run, MeasureStorageReads(path, reads));
     m.runs_bytes_per_s.push_back(run.read_bytes_per_s());
     if (round == 0 || run.read_bytes_per_s() > m.best.read_bytes_per_s()) m.best = std::move(run);
     if (!o.model.empty()) {
       observer.Progress(steps * round + 2, steps * o.repeats);
-      streaming.seed = o.seed + round;
+      streaming.seed = engine::DeriveSeed(o.seed, "io_bench_engine." + std::to_string(round));
       COLIBRI_ASSIGN_OR_RETURN(EngineStreamingRun engine_run, MeasureEngineStreaming(streaming));
       m.engine_runs_bytes_per_s.push_back(engine_run.read_bytes_per_s());
       if (!m.engine_best || engine_run.read_bytes_per_s() > m.engine_best->read_bytes_per_s()) m.engine_best = engine_run;
@@ -149,7 +150,7 @@ Result<Json> RunIoBench(const IoBenchOptions& o, const Observer& observer) {
     const std::string name = "colibri-bench-io-" + std::to_string(::getpid()) + ".bin";
     created = ScratchFile((std::filesystem::path(o.dir) / name).string());
     path = created.path();
-    COLIBRI_RETURN_IF_ERROR(CreateRandomFile(path, o.size_bytes, o.seed, observer));
+    COLIBRI_RETURN_IF_ERROR(CreateRandomFile(path, o.size_bytes, engine::DeriveSeed(o.seed, "io_bench_file"), observer));
   }
   std::error_code error;
   const uint64_t file_bytes = std::filesystem::file_size(path, error);

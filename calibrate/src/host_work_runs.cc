@@ -102,7 +102,7 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
       options.engine.l2_bytes = l2_bytes;
       COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::LocalEngine> e, engine::LocalEngine::Open(options));
       if (l2_bytes > 0) {  // warm: make every expert resident before measuring
-        const std::vector<float> x = Inputs(o.seed, 256, o.hidden);
+        const std::vector<float> x = Inputs(sim::DeriveSeed(o.seed, "host_work.warm"), 256, o.hidden);
         std::vector<float> y(x.size());
         for (uint32_t pass = 0; pass < 4; ++pass) {
           for (uint32_t layer = 0; layer < kLayers; ++layer) {
@@ -112,7 +112,8 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
       }
       for (uint32_t tokens : o.tokens) {
         for (uint32_t r = 0; r < o.repeats; ++r) {
-          const std::vector<float> x = Inputs(sim::DeriveSeed(o.seed, "host_work") + tokens * 131 + r, tokens, o.hidden);
+          const std::vector<float> x = Inputs(
+              sim::DeriveSeed(o.seed, "host_work." + std::to_string(tokens) + "." + std::to_string(r)), tokens, o.hidden);
           std::vector<float> y(x.size());
           for (uint32_t layer = 0; layer < kLayers; ++layer) {
             engine::LayerBatchReport report;
@@ -140,7 +141,7 @@ Result<HostWorkMeasurement> MeasureHostWork(const HostWorkRunsOptions& o) {
     gate.threads = run.threads;
     std::map<uint32_t, engine::TimeNs> gate_ns;
     for (uint32_t tokens : o.tokens) {
-      const std::vector<float> x = Inputs(o.seed + tokens, tokens, o.hidden);
+      const std::vector<float> x = Inputs(sim::DeriveSeed(o.seed, "gate_gemv." + std::to_string(tokens)), tokens, o.hidden);
       std::vector<float> logits(size_t{tokens} * o.experts);
       std::vector<engine::TimeNs> times;
       for (uint32_t r = 0; r < std::max<uint32_t>(o.repeats, 5); ++r) {

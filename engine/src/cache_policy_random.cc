@@ -31,7 +31,7 @@ uint64_t UniformBelow(std::mt19937_64& rng, uint64_t n) {
 class RandomPolicy final : public CachePolicy {
  public:
   RandomPolicy(uint64_t budget_bytes, uint64_t seed)
-      : budget_bytes_(budget_bytes), rng_(seed ^ model_detail::Fnv1a64("random")) {}
+      : budget_bytes_(budget_bytes), rng_(seed ^ Fnv1a64("random")) {}
   const char* name() const override { return "random"; }
   uint64_t budget_bytes() const override { return budget_bytes_; }
 

@@ -1,21 +1,19 @@
-// Hugging Face config.json fields per family (defaults as in each family's
-// transformers config class):
-//   mixtral      num_local_experts, intermediate_size; every layer MoE; always
-//                renormalises the top-k probabilities (no norm_topk_prob field)
-//   olmoe        num_experts, intermediate_size; every layer MoE
-//   qwen2_moe,   num_experts, moe_intermediate_size; layer i is MoE unless in
-//   qwen3_moe    mlp_only_layers, when (i + 1) % decoder_sparse_step == 0
-//   deepseek,    n_routed_experts, moe_intermediate_size; layer i is MoE when
-//   deepseek_v2  i >= first_k_dense_replace and i % moe_layer_freq == 0; only
-//                plain softmax top-k routing (topk_method greedy, scoring_func
-//                softmax, routed_scaling_factor 1), which the format can express
-// All: hidden_size, num_hidden_layers, num_experts_per_tok, norm_topk_prob
-// (default false).
+// The families whose checkpoints the model tools import (defaults as in each
+// family's transformers config class); the MoE layout itself comes from the
+// one config.json reader, engine::ReadHfMoeLayout (hf_config.h):
+//   mixtral      block_sparse_moe.experts.{e}.w1/w3/w2; always renormalises
+//                the top-k probabilities (no norm_topk_prob field)
+//   olmoe, qwen2_moe, qwen3_moe  mlp.experts.{e}.*_proj
+//   deepseek,    mlp.experts.{e}.*_proj; only plain softmax top-k routing
+//   deepseek_v2  (topk_method greedy, scoring_func softmax,
+//                routed_scaling_factor 1), which the format can express
+// All: norm_topk_prob (default false); one expert intermediate size for every
+// MoE layer, within the format's limits.
 #include "model_hf.h"
 
-#include <algorithm>
 #include <optional>
 
+#include "colibri/engine/hf_config.h"
 #include "model_format.h"
 #include "model_json.h"
 
@@ -24,24 +22,17 @@ namespace {
 
 constexpr uint64_t kMaxHfConfigBytes = 16ull << 20;
 
-enum class LayerPattern { kEveryLayer, kQwen, kDeepseek };
-
 struct Family {
   const char* model_type;
-  const char* experts_field;
-  const char* intermediate_field;
-  LayerPattern pattern;
+  bool deepseek_routing;  // the routing fields CheckDeepseekRouting reads
   bool mixtral_names;
   std::optional<bool> fixed_norm_topk_prob;  // set when the family has no such field
 };
 
 constexpr Family kFamilies[] = {
-    {"deepseek", "n_routed_experts", "moe_intermediate_size", LayerPattern::kDeepseek, false, std::nullopt},
-    {"deepseek_v2", "n_routed_experts", "moe_intermediate_size", LayerPattern::kDeepseek, false, std::nullopt},
-    {"mixtral", "num_local_experts", "intermediate_size", LayerPattern::kEveryLayer, true, true},
-    {"olmoe", "num_experts", "intermediate_size", LayerPattern::kEveryLayer, false, std::nullopt},
-    {"qwen2_moe", "num_experts", "moe_intermediate_size", LayerPattern::kQwen, false, std::nullopt},
-    {"qwen3_moe", "num_experts", "moe_intermediate_size", LayerPattern::kQwen, false, std::nullopt},
+    {"deepseek", true, false, std::nullopt},   {"deepseek_v2", true, false, std::nullopt},
+    {"mixtral", false, true, true},            {"olmoe", false, false, std::nullopt},
+    {"qwen2_moe", false, false, std::nullopt}, {"qwen3_moe", false, false, std::nullopt},
 };
 
 std::string SupportedFamilies() {
@@ -57,27 +48,6 @@ Result<const Family*> FindFamily(const JsonObject& c, const std::string& path) {
   }
   return Status::Unsupported(path + ": model_type '" + model_type +
                              "' is not supported (supported: " + SupportedFamilies() + ")");
-}
-
-Result<std::vector<uint32_t>> MoeLayerIds(const JsonObject& c, LayerPattern pattern) {
-  COLIBRI_ASSIGN_OR_RETURN(uint64_t layers, c.Uint("num_hidden_layers", 1, kMaxLayers));
-  std::vector<uint64_t> dense_layers;
-  uint64_t step = 1;
-  uint64_t first_moe = 0;
-  if (pattern == LayerPattern::kQwen) {
-    COLIBRI_ASSIGN_OR_RETURN(step, c.UintOr("decoder_sparse_step", 1, 1, kMaxLayers));
-    COLIBRI_ASSIGN_OR_RETURN(dense_layers, c.UintListOr("mlp_only_layers", 0, UINT32_MAX));
-  } else if (pattern == LayerPattern::kDeepseek) {
-    COLIBRI_ASSIGN_OR_RETURN(step, c.UintOr("moe_layer_freq", 1, 1, kMaxLayers));
-    COLIBRI_ASSIGN_OR_RETURN(first_moe, c.UintOr("first_k_dense_replace", 0, 0, kMaxLayers));
-  }
-  std::vector<uint32_t> ids;
-  for (uint32_t layer = 0; layer < layers; ++layer) {
-    const bool dense = std::find(dense_layers.begin(), dense_layers.end(), layer) != dense_layers.end();
-    const bool on_step = pattern == LayerPattern::kQwen ? (layer + 1) % step == 0 : layer % step == 0;
-    if (!dense && on_step && layer >= first_moe) ids.push_back(layer);
-  }
-  return ids;
 }
 
 // DeepSeek's grouped, sigmoid or scaled routing is not plain softmax top-k.
@@ -101,21 +71,7 @@ Status CheckDeepseekRouting(const JsonObject& c) {
   return Status::Ok();
 }
 
-std::string ModelName(const JsonObject& c, const std::string& model_type) {
-  const Json& json = c.json();
-  if (json.contains("_name_or_path") && json["_name_or_path"].is_string() &&
-      !json["_name_or_path"].get<std::string>().empty()) {
-    return json["_name_or_path"].get<std::string>();
-  }
-  if (json.contains("architectures") && json["architectures"].is_array() && !json["architectures"].empty() &&
-      json["architectures"][0].is_string()) {
-    return json["architectures"][0].get<std::string>();
-  }
-  return model_type;
-}
-
 Status KeepFirstLayers(uint32_t max_layers, const std::string& path, std::vector<uint32_t>* ids) {
-  if (ids->empty()) return Status::InvalidArgument(path + ": the layer pattern leaves no MoE layer");
   if (max_layers == 0) return Status::Ok();
   if (max_layers > ids->size()) {
     return Status::InvalidArgument("asked for " + std::to_string(max_layers) + " layers but " + path + " has " +
@@ -143,20 +99,24 @@ Result<HfMoeModel> ReadHfMoeConfig(const std::string& path, uint32_t max_layers)
   COLIBRI_ASSIGN_OR_RETURN(Json json, ReadJsonFile(path, kMaxHfConfigBytes));
   COLIBRI_ASSIGN_OR_RETURN(JsonObject c, JsonObject::Of(json, path));
   COLIBRI_ASSIGN_OR_RETURN(const Family* family, FindFamily(c, path));
-  if (family->pattern == LayerPattern::kDeepseek) COLIBRI_RETURN_IF_ERROR(CheckDeepseekRouting(c));
+  if (family->deepseek_routing) COLIBRI_RETURN_IF_ERROR(CheckDeepseekRouting(c));
+  COLIBRI_ASSIGN_OR_RETURN(HfMoeLayout layout,
+                           ReadHfMoeLayout(json, path, HfMoeLimits{.layers = kMaxLayers,
+                                                                   .experts = kMaxExperts,
+                                                                   .dimension = kMaxDimension}));
 
   HfMoeModel model;
   model.model_type = family->model_type;
   model.mixtral_names = family->mixtral_names;
   ModelConfig& shape = model.shape;
-  shape.model_name = ModelName(c, model.model_type);
+  shape.model_name = layout.model_name;
   shape.source = {{"hf_config", path}, {"model_type", model.model_type}};
-  COLIBRI_ASSIGN_OR_RETURN(shape.layer_ids, MoeLayerIds(c, family->pattern));
+  shape.layer_ids = std::move(layout.moe_layer_ids);
   COLIBRI_RETURN_IF_ERROR(KeepFirstLayers(max_layers, path, &shape.layer_ids));
-  COLIBRI_ASSIGN_OR_RETURN(shape.experts, c.Uint(family->experts_field, 1, kMaxExperts));
-  COLIBRI_ASSIGN_OR_RETURN(shape.top_k, c.Uint("num_experts_per_tok", 1, shape.experts));
-  COLIBRI_ASSIGN_OR_RETURN(shape.hidden, c.Uint("hidden_size", 1, kMaxDimension));
-  COLIBRI_ASSIGN_OR_RETURN(shape.intermediate, c.Uint(family->intermediate_field, 1, kMaxDimension));
+  shape.experts = layout.experts;
+  shape.top_k = layout.top_k;
+  shape.hidden = layout.hidden_size;
+  shape.intermediate = layout.expert_ffn_width.front();  // these families: one width for every MoE layer
   if (family->fixed_norm_topk_prob) {
     shape.norm_topk_prob = *family->fixed_norm_topk_prob;
   } else {

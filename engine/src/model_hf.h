@@ -23,8 +23,9 @@ struct HfMoeModel {
 };
 
 // Reads a config.json of qwen2_moe, qwen3_moe, olmoe, mixtral, deepseek or
-// deepseek_v2; keeps the first `max_layers` MoE layers (0 = all). Errors name
-// the file and the field.
+// deepseek_v2 (the layout through ReadHfMoeLayout, within the format's
+// limits); keeps the first `max_layers` MoE layers (0 = all). Errors name the
+// file and the field.
 Result<HfMoeModel> ReadHfMoeConfig(const std::string& path, uint32_t max_layers);
 
 }  // namespace colibri::engine::model_detail

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "model_io.h"
-#include "colibri/bounded_echo.h"
 
 namespace colibri::engine::model_detail {
 
@@ -23,12 +22,6 @@ Result<Json> ParseJson(const std::string& text, const std::string& where) {
 Result<Json> ReadJsonFile(const std::string& path, uint64_t max_bytes) {
   COLIBRI_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, max_bytes));
   return ParseJson(text, path);
-}
-
-std::string JsonSnippet(const Json& value) {
-  if (value.is_array()) return "a list of " + std::to_string(value.size()) + " entries";
-  if (value.is_object()) return "an object with " + std::to_string(value.size()) + " fields";
-  return BoundedEcho(value.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 Result<JsonObject> JsonObject::Of(const Json& json, std::string where, std::string prefix) {
@@ -65,6 +58,16 @@ Result<uint64_t> JsonObject::Uint(const std::string& field, uint64_t min_value, 
 Result<uint64_t> JsonObject::UintOr(const std::string& field, uint64_t fallback, uint64_t min_value,
                                     uint64_t max_value) const {
   return Has(field) ? Uint(field, min_value, max_value) : Result<uint64_t>(fallback);
+}
+
+Result<uint64_t> JsonObject::UintAnyOf(const std::vector<std::string>& fields, uint64_t min_value,
+                                       uint64_t max_value) const {
+  std::string names;
+  for (const std::string& field : fields) {
+    if (Has(field)) return CheckedUint(field, (*json_)[field], min_value, max_value);
+    names += (names.empty() ? "" : "' or '") + field;
+  }
+  return Error(names, "missing");
 }
 
 Result<bool> JsonObject::Bool(const std::string& field) const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/json_snippet.h"
 #include "colibri/status.h"
 
 namespace colibri::engine::model_detail {
@@ -19,8 +20,6 @@ using Json = nlohmann::json;
 Result<Json> ParseJson(const std::string& text, const std::string& where);
 // Reads and parses a JSON file of at most `max_bytes`.
 Result<Json> ReadJsonFile(const std::string& path, uint64_t max_bytes);
-// A short description of a value for error messages.
-std::string JsonSnippet(const Json& value);
 
 class JsonObject {
  public:
@@ -34,6 +33,11 @@ class JsonObject {
   // An integer in [min_value, max_value] (required, or `fallback` when absent or null).
   Result<uint64_t> Uint(const std::string& field, uint64_t min_value, uint64_t max_value) const;
   Result<uint64_t> UintOr(const std::string& field, uint64_t fallback, uint64_t min_value, uint64_t max_value) const;
+  // The first present of several names for one setting (required); missing: "field 'a' or 'b': missing".
+  Result<uint64_t> UintAnyOf(const std::vector<std::string>& fields, uint64_t min_value, uint64_t max_value) const;
+  // `value`, found at `field` (a list element), as an integer in [min_value, max_value].
+  Result<uint64_t> CheckedUint(const std::string& field, const Json& value, uint64_t min_value,
+                               uint64_t max_value) const;
   Result<bool> Bool(const std::string& field) const;
   Result<bool> BoolOr(const std::string& field, bool fallback) const;
   Result<std::string> String(const std::string& field) const;
@@ -49,8 +53,6 @@ class JsonObject {
  private:
   JsonObject(const Json* json, std::string where, std::string prefix)
       : json_(json), where_(std::move(where)), prefix_(std::move(prefix)) {}
-  Result<uint64_t> CheckedUint(const std::string& field, const Json& value, uint64_t min_value,
-                               uint64_t max_value) const;
 
   const Json* json_;    // not owned: the caller keeps the document alive
   std::string where_;   // file name

@@ -11,16 +11,9 @@
 #include <random>
 #include <string_view>
 
-namespace colibri::engine::model_detail {
+#include "colibri/engine/mix.h"
 
-constexpr uint64_t Fnv1a64(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : text) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
+namespace colibri::engine::model_detail {
 
 class SeededUniform {
  public:

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "colibri/engine/fp32_math.h"
+#include "colibri/engine/mix.h"
 
 namespace colibri::engine {
 namespace {
@@ -22,14 +23,6 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 constexpr std::array<std::string_view, 4> kModeNames = {"softmax-topk", "sigmoid-grouped", "hash-projection",
                                                         "hash-token"};
-
-uint64_t SplitMix64Next(uint64_t* state) {
-  *state += 0x9E3779B97F4A7C15ull;
-  uint64_t z = *state;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 uint64_t Rehash(uint32_t key, uint32_t position) {
   uint64_t state = (static_cast<uint64_t>(key) << 32) | position;

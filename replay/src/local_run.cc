@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "colibri/engine/local_engine.h"
+#include "colibri/engine/mix.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/replay/hw_backends.h"
 #include "colibri/replay/trace_recorder.h"
@@ -19,10 +20,7 @@ using engine::TimeNs;
 // FNV-1a 64 over bytes: the output digest (equality check, not security).
 class Fnv1a {
  public:
-  void Add(const void* data, size_t n) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) hash_ = (hash_ ^ p[i]) * 0x100000001b3ull;
-  }
+  void Add(const void* data, size_t n) { hash_ = engine::Fnv1a64Bytes(data, n, hash_); }
   std::string Hex() const {
     char buf[17];
     std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(hash_));
@@ -30,7 +28,7 @@ class Fnv1a {
   }
 
  private:
-  uint64_t hash_ = 0xcbf29ce484222325ull;
+  uint64_t hash_ = engine::kFnv1a64Basis;
 };
 
 // Counts each layer's expert selections, then hands the decision on (to the

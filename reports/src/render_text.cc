@@ -107,7 +107,9 @@ std::string TraceEndingLines(const Comparison& c) {
   return out;
 }
 
-Json PercentilesJson(const Percentiles& p) {
+// A run's distribution in the comparison JSON: wider than PercentilesJson
+// (latency_json.h), with count (for samples), min and mean; not the same shape.
+Json ComparisonPercentilesJson(const Percentiles& p) {
   return Json{{"count", p.count},         {"min", p.min},   {"p50", p.p50}, {"p90", p.p90},
               {"p99", p.p99},             {"p999", p.p999}, {"max", p.max}, {"mean", p.mean},
               {"source", p.from_histogram ? "histogram" : "raw"}, {"low_confidence", p.low_confidence()}};
@@ -133,7 +135,7 @@ Json StabilityJson(const RoutingStability& s) {
 
 Json RunJson(const RunSummary& r) {
   Json dists = Json::object();
-  for (const auto& [name, p] : r.distributions) dists[name] = PercentilesJson(p);
+  for (const auto& [name, p] : r.distributions) dists[name] = ComparisonPercentilesJson(p);
   Json tiers = Json::array();
   for (const TierCounters& t : r.tiers) {
     tiers.push_back(Json{{"tier", t.tier}, {"lookups", t.lookups}, {"hits", t.hits},

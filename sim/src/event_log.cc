@@ -5,10 +5,7 @@ namespace colibri::sim {
 namespace {
 
 uint64_t FoldBytes(uint64_t digest, uint64_t value, int bytes) {
-  for (int i = 0; i < bytes; ++i) {
-    digest ^= (value >> (8 * i)) & 0xFFu;
-    digest *= 0x100000001B3ull;
-  }
+  for (int i = 0; i < bytes; ++i) digest = engine::Fnv1a64Byte(digest, static_cast<uint8_t>(value >> (8 * i)));
   return digest;
 }
 

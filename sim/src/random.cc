@@ -20,32 +20,9 @@ double StandardNormal(Rng* rng) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
 }
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t Fnv1a64(std::string_view text) {
-  uint64_t hash = 0xCBF29CE484222325ull;
-  for (const char c : text) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001B3ull;
-  }
-  return hash;
-}
-
-uint64_t DeriveSeed(uint64_t root_seed, std::string_view component) {
-  return SplitMix64(SplitMix64(root_seed) ^ Fnv1a64(component));
-}
-
 Rng::Rng(uint64_t seed) {
   uint64_t x = seed;
-  for (uint64_t& word : state_) {
-    word = SplitMix64(x);
-    x += 0x9E3779B97F4A7C15ull;
-  }
+  for (uint64_t& word : state_) word = engine::SplitMix64Next(&x);
 }
 
 uint64_t Rng::NextU64() {

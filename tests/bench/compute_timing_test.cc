@@ -11,7 +11,7 @@
 #include "colibri/bench/expert_set.h"
 #include "colibri/bench/openblas_ffn.h"
 #include "colibri/bench/stream_copy.h"
-#include "colibri/sim/random.h"
+#include "colibri/engine/mix.h"
 
 namespace colibri::bench {
 namespace {
@@ -64,8 +64,7 @@ TEST(ExpertSetTest, ValuesAreSplitMix64FromOne) {
   SyntheticValues values;
   uint64_t state = 1;
   for (int i = 0; i < 5; ++i) {
-    const float expected = static_cast<float>(static_cast<double>(sim::SplitMix64(state) >> 11) * 0x1p-52 - 1.0);
-    state += 0x9E3779B97F4A7C15ull;
+    const float expected = static_cast<float>(static_cast<double>(engine::SplitMix64Next(&state) >> 11) * 0x1p-52 - 1.0);
     const float v = values.Next();
     EXPECT_EQ(v, expected);
     EXPECT_GE(v, -1.0f);

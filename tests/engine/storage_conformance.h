@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "colibri/engine/mix.h"
 #include "colibri/engine/storage.h"
 
 namespace colibri::engine::conformance {
@@ -42,13 +43,6 @@ namespace colibri::engine::conformance {
 inline constexpr uint64_t kAlign = 4096;
 inline constexpr uint64_t kFileBytes = 8 << 20;
 inline constexpr uint64_t kBlockBytes = 16 << 10;
-
-inline uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // A page-aligned heap buffer.
 struct AlignedBuffer {

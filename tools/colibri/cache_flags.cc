@@ -1,5 +1,7 @@
 #include "cache_flags.h"
 
+#include "colibri/reports/latency_json.h"
+
 namespace colibri::cli {
 namespace {
 
@@ -32,6 +34,8 @@ engine::PrefetchConfig ToPrefetchConfig(const PrefetchFlags& flags) {
   c.decay = flags.decay;
   return c;
 }
+
+Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
 
 Json PrefetchJson(const std::string& predictor, const engine::PrefetchCounters& p, uint64_t l2_misses) {
   if (predictor == "none") return nullptr;

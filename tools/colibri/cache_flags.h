@@ -1,7 +1,7 @@
 // The engine cache flags shared by `colibri replay` and `colibri run`:
 // prefetch (--prefetch, --prefetch-width, --prefetch-decay) and the pinned
-// policy's hot set (--pin-from, --pin-bytes), and the prefetch object of
-// their JSON results (docs/CACHE.md, "Prefetch in the engine").
+// policy's hot set (--pin-from, --pin-bytes), and the cache tier and prefetch
+// objects of their JSON results (docs/CACHE.md, "Prefetch in the engine").
 #pragma once
 
 #include <string>
@@ -29,6 +29,9 @@ struct PinFlags {
 
 // Adds --pin-from and --pin-bytes to `command`.
 void AddPinFlags(CLI::App* command, PinFlags* flags);
+
+// One engine cache tier (l1, l2): reports::TierJson of its lookups and hits.
+Json TierJson(const engine::TierCounters& c);
 
 // {predictor, issued, issued_bytes, hits, wasted_bytes, waits, failed,
 // precision, recall, coverage}: precision = used predictions / predictions,

@@ -72,8 +72,6 @@ struct ReplayFlags {
 
 Json HistogramJson(const reports::LatencyHistogram& h) { return reports::PercentilesJson(reports::SummarizeHistogram(h)); }
 
-Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
-
 // Per decode pass, in run order (--decode-series): one array per figure.
 Json DecodeSeriesJson(const std::vector<replay::DecodePasses::Pass>& series) {
   Json read_bytes = Json::array(), nvme_read_ns = Json::array(), dense_ns = Json::array(), elapsed_ns = Json::array();

@@ -97,8 +97,6 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   return o;
 }
 
-Json TierJson(const engine::TierCounters& c) { return reports::TierJson(c.lookups, c.hits); }
-
 Json ConfigJson(const RunFlags& f) {
   Json config{{"model", f.model_dir},       {"requests", f.requests},
               {"prefill", f.prefill},       {"tokens", f.tokens},

@@ -34,13 +34,6 @@ Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   }
 }
 
-std::string JsonSnippet(const nlohmann::json& value) {
-  // Containers are described, not dumped: dump() recurses, and input may nest deeply.
-  if (value.is_array()) return "a list of " + std::to_string(value.size()) + " entries";
-  if (value.is_object()) return "an object with " + std::to_string(value.size()) + " fields";
-  return BoundedEcho(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
-
 namespace {
 
 bool IsNegativeInteger(const nlohmann::json& value) {

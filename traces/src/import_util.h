@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "colibri/json_snippet.h"
 #include "colibri/status.h"
 #include "colibri/traces/importers.h"
 #include "colibri/traces/trace.h"
@@ -26,9 +27,7 @@ Result<std::string> ReadWholeFile(const std::string& path);
 // invalid JSON: <what the parser expected>".
 Result<nlohmann::json> ReadJsonFile(const std::string& path);
 
-// A short rendering of a JSON value for error messages: a scalar's text (at
-// most ~40 chars), or the kind and size of a list or object.
-std::string JsonSnippet(const nlohmann::json& value);
+// JsonSnippet (colibri/json_snippet.h) renders JSON values in error messages.
 
 // A non-negative integer that fits `max_value`, or an error saying what was
 // found ("expected a non-negative integer, found -3").

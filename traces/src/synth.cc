@@ -15,6 +15,8 @@
 #include <random>
 #include <string_view>
 
+#include "colibri/engine/mix.h"
+
 namespace colibri::traces {
 namespace {
 
@@ -22,20 +24,11 @@ constexpr uint32_t kNoExpert = UINT32_MAX;
 constexpr int kMaxRejections = 32;  // then sample the conditional distribution directly
 constexpr int kMinGuideShift = 12;  // at most 2^20 guide buckets (about 4 per expert)
 
-uint64_t Fnv1a64(std::string_view text) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (char c : text) {
-    hash ^= static_cast<uint8_t>(c);
-    hash *= 0x100000001b3ull;
-  }
-  return hash;
-}
-
 // 32-bit uniform draws, two from each std::mt19937_64 output (low half
 // first), seeded per component so adding draws to one never shifts another.
 class Uniform32 {
  public:
-  Uniform32(uint64_t seed, std::string_view component) : rng_(seed ^ Fnv1a64(component)) {}
+  Uniform32(uint64_t seed, std::string_view component) : rng_(seed ^ engine::Fnv1a64(component)) {}
 
   uint32_t Next() {
     if (has_spare_) {

@@ -20,7 +20,7 @@
 
 namespace colibri::bench {
 
-// Uniform values in [-1, 1): sim::SplitMix64 of a counter starting at 1.
+// Uniform values in [-1, 1): the splitmix64 generator (engine::SplitMix64Next) from state 1.
 class SyntheticValues {
  public:
   float Next();

@@ -34,7 +34,7 @@ struct IoBenchOptions {
   bool register_buffers = true;    // io_uring registered buffers (READ_FIXED); fio gets --fixedbufs to match
   std::string fio = "fio";         // the fio binary; "none" skips the reference
   int repeats = 1;                 // rounds
-  uint64_t seed = 1;               // of the created file's data and of the read offsets (round r: seed + r)
+  uint64_t seed = 1;               // root of the created file's data and of each round's read offsets (DeriveSeed)
 };
 
 // Whether fio runs with --fixedbufs: exactly when our reads use registered buffers.

@@ -92,6 +92,7 @@ class KeyMap {
     V value{};
   };
 
+  // Fibonacci hashing (Knuth): the top bits of key x 2^64/phi. Not splitmix64, whose gamma is the same constant.
   size_t Home(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
 
   void Grow() {

@@ -44,9 +44,8 @@
 //   down to 1: j = SplitMix64Next(state) % (i + 1), swap(perm[i], perm[j]);
 //   then table[perm[i]] = i % experts (a balanced assignment: every expert
 //   holds floor or ceil of vocab_size / experts token ids). state starts at
-//   table_seed; SplitMix64Next: state += 0x9E3779B97F4A7C15; z = state;
-//   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) *
-//   0x94D049BB133111EB; return z ^ (z >> 31)  (uint64 arithmetic, mod 2^64).
+//   table_seed; SplitMix64Next is splitmix64's generator step
+//   (colibri/engine/mix.h: the output for state, then state += the gamma).
 //
 // The ranking of both hash modes, position a = 0, 1, ..., experts - 1:
 //   candidate_0 = first; candidate_a = Rehash(key, a) % experts for a >= 1,

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "colibri/engine/clock.h"
+#include "colibri/engine/mix.h"
 
 namespace colibri::sim {
 
@@ -67,7 +68,7 @@ class EventLog {
   void Fold(engine::TimeNs time, uint32_t kind, uint64_t a, uint64_t b);
 
   EventSink* sink_ = nullptr;
-  uint64_t digest_ = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis: the digest of an empty log
+  uint64_t digest_ = engine::kFnv1a64Basis;  // the digest of an empty log
   uint64_t events_ = 0;
 };
 

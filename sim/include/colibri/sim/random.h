@@ -5,7 +5,8 @@
 //
 // Everything here is written out by hand (splitmix64, FNV-1a, xoshiro256**,
 // Box-Muller) instead of using <random>'s distributions, whose output differs
-// between standard libraries. The latency sampler's log and exp come from the
+// between standard libraries; splitmix64 and FNV-1a are the engine's
+// (colibri/engine/mix.h), the project's one definition of each. The latency sampler's log and exp come from the
 // C library; a last-bit difference there is absorbed by rounding to integer
 // nanoseconds except in rare ties.
 //
@@ -15,17 +16,18 @@
 #include <cstdint>
 #include <string_view>
 
+#include "colibri/engine/mix.h"
 #include "colibri/sim/hardware.h"
 #include "colibri/status.h"
 
 namespace colibri::sim {
 
-// One splitmix64 step: a bijective 64-bit mixer (Steele, Lea, Flood 2014).
-uint64_t SplitMix64(uint64_t x);
+// One splitmix64 output: a bijective 64-bit mixer (Steele, Lea, Flood 2014).
+using engine::SplitMix64;
 // FNV-1a, 64-bit, over the bytes of `text`.
-uint64_t Fnv1a64(std::string_view text);
+using engine::Fnv1a64;
 // The seed of `component`'s stream in a run seeded with `root_seed`.
-uint64_t DeriveSeed(uint64_t root_seed, std::string_view component);
+using engine::DeriveSeed;
 
 // xoshiro256** (Blackman, Vigna 2018), its state filled by splitmix64 from the seed.
 class Rng {

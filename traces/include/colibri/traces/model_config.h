@@ -1,6 +1,8 @@
 // Model shape from a Hugging Face config.json, for the families Colibri
 // supports explicitly (see docs/TRACE_FORMAT.md); any other family is refused
-// with a clear message, never guessed. Thread-safety: free functions.
+// with a clear message, never guessed. The layout is engine::ReadHfMoeLayout's
+// (colibri/engine/hf_config.h), the project's one reader of that file.
+// Thread-safety: free functions.
 #pragma once
 
 #include <cstdint>
