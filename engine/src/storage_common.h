@@ -20,9 +20,7 @@ namespace colibri::engine::storage_internal {
 // The most bytes one read(2) transfers on Linux (MAX_RW_COUNT); longer reads
 // are issued in pieces, like short reads.
 inline constexpr uint64_t kMaxChunkBytes = 0x7ffff000;
-// The most io_uring accepts for a ring (IORING_MAX_ENTRIES); both backends
-// accept the same range so that a configuration is portable between them.
-inline constexpr uint32_t kMaxQueueDepth = 32768;
+inline constexpr uint32_t kMaxQueueDepth = kMaxStorageQueueDepth;
 
 // An owned file descriptor, closed on destruction. Move-only.
 class UniqueFd {

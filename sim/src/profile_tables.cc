@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "colibri/engine/storage.h"
+
 namespace colibri::sim::profile_internal {
 namespace {
 
@@ -19,7 +21,7 @@ constexpr std::string_view kIdentityFields[] = {"cpu_model", "cpu_flags", "cores
                                                 "kernel",    "block_device", "measured_on", "commit"};
 constexpr std::string_view kHostMemoryFields[] = {"ram_bytes", "available_bytes", "fault_read_bytes"};
 constexpr uint64_t kAlignmentBytes = 4096;
-constexpr uint32_t kMaxQueueDepth = 32768;
+constexpr uint32_t kMaxQueueDepth = engine::kMaxStorageQueueDepth;
 constexpr size_t kMaxQuantiles = 64;
 
 // The members of HostWorkProfile in file order: (name, pointer to member as uint64_t).

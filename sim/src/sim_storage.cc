@@ -25,7 +25,7 @@ using engine::ReadRequest;
 using model_internal::DurationNs;
 
 constexpr uint32_t kAlignmentBytes = 4096;
-constexpr uint32_t kMaxQueueDepth = 32768;  // the real backends' limit (io_uring's IORING_MAX_ENTRIES)
+constexpr uint32_t kMaxQueueDepth = engine::kMaxStorageQueueDepth;
 constexpr uint64_t kMaxChunkBytes = 0x7ffff000;  // the most one pread(2) transfers on Linux
 
 // An owned file descriptor (-1: none), closed on destruction. Move-only.

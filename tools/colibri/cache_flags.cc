@@ -9,6 +9,28 @@ double Ratio(uint64_t part, uint64_t whole) { return whole == 0 ? 0.0 : static_c
 
 }  // namespace
 
+void AddQueueFlags(CLI::App* command, uint32_t* queue_depth, uint32_t* staging_slots) {
+  command->add_option("--queue-depth", *queue_depth, "NVMe reads in flight")
+      ->check(CLI::Range(1u, engine::kMaxStorageQueueDepth))
+      ->capture_default_str();
+  command->add_option("--staging-slots", *staging_slots,
+                      "Transient expert slots for reads no tier admits (L2 = 0, or a batch larger than L2)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+}
+
+void AddTierFlags(CLI::App* command, TierFlags* flags, const std::string& l1_help, const std::string& l2_help) {
+  command->add_option("--l1-bytes", flags->l1_bytes, l1_help)->transform(SizeValidator())->capture_default_str();
+  command->add_option("--l2-bytes", flags->l2_bytes, l2_help)->transform(SizeValidator())->capture_default_str();
+  command->add_option("--policy", flags->policy, "L2 cache policy")
+      ->check(CLI::IsMember(engine::CachePolicyNames()))
+      ->capture_default_str();
+  command->add_option("--l1-policy", flags->l1_policy, "L1 cache policy")
+      ->check(CLI::IsMember(engine::CachePolicyNames()))
+      ->capture_default_str();
+  AddQueueFlags(command, &flags->queue_depth, &flags->staging_slots);
+}
+
 void AddPrefetchFlags(CLI::App* command, PrefetchFlags* flags, const std::vector<std::string>& predictors) {
   std::string known;
   for (const std::string& p : predictors) known += (known.empty() ? "" : ", ") + p;

@@ -1,4 +1,6 @@
-// The engine cache flags shared by `colibri replay` and `colibri run`:
+// The engine cache flags shared by `colibri replay` and `colibri run`, each
+// with one name, one range and one parser everywhere: the tiers (--l1-bytes,
+// --l2-bytes, --policy, --l1-policy, --queue-depth, --staging-slots),
 // prefetch (--prefetch, --prefetch-width, --prefetch-decay) and the pinned
 // policy's hot set (--pin-from, --pin-bytes), and the cache tier and prefetch
 // objects of their JSON results (docs/CACHE.md, "Prefetch in the engine").
@@ -11,6 +13,23 @@
 #include "colibri/engine/moe_engine.h"
 
 namespace colibri::cli {
+
+// The tiers. Sizes hold canonical bytes after SizeValidator.
+struct TierFlags {
+  std::string l1_bytes = "0";
+  std::string l2_bytes = "0";
+  std::string policy = "lru";     // L2's
+  std::string l1_policy = "lru";
+  uint32_t queue_depth = 32;
+  uint32_t staging_slots = 4;
+  uint64_t l1() const { return std::stoull(l1_bytes); }
+  uint64_t l2() const { return std::stoull(l2_bytes); }
+};
+
+// Adds the tier flags to `command` (the budgets' help says what L1 and L2 are for it).
+void AddTierFlags(CLI::App* command, TierFlags* flags, const std::string& l1_help, const std::string& l2_help);
+// --queue-depth (1..engine::kMaxStorageQueueDepth) and --staging-slots (1..4096) alone.
+void AddQueueFlags(CLI::App* command, uint32_t* queue_depth, uint32_t* staging_slots);
 
 struct PrefetchFlags {
   std::string predictor = "none";

@@ -9,6 +9,7 @@
 
 #include "cli_common.h"
 #include "colibri/bench/io_bench.h"
+#include "colibri/engine/storage.h"
 #include "commands.h"
 
 namespace colibri::cli {
@@ -107,7 +108,7 @@ void AddBenchIoCommand(CLI::App* bench, int* exit_code) {
       ->excludes(model)
       ->capture_default_str();
   cmd->add_option("--queue-depth", o.queue_depth, "Reads in flight")
-      ->check(CLI::Range(1u, 32768u))
+      ->check(CLI::Range(1u, engine::kMaxStorageQueueDepth))
       ->capture_default_str();
   cmd->add_option("--seconds", o.seconds, "Duration of each run")
       ->check(CLI::Range(1u, 3600u))

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cache_flags.h"
 #include "cli_common.h"
 #include "colibri/bench/replay_bench.h"
 #include "colibri/sim/profiles.h"
@@ -158,12 +159,7 @@ void AddBenchReplayCommand(CLI::App* bench, int* exit_code) {
   cmd->add_option("--l1-bytes", f->l1_bytes, "L1 (device) budget, 0 = off")->transform(SizeValidator())->capture_default_str();
   cmd->add_option("--l2-bytes", f->l2_bytes, "L2 (host) budget, 0 = off")->transform(SizeValidator())->capture_default_str();
   cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember({"lru", "layer"}))->capture_default_str();
-  cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")
-      ->check(CLI::Range(1u, 32768u))
-      ->capture_default_str();
-  cmd->add_option("--staging-slots", f->staging_slots, "Transient expert slots")
-      ->check(CLI::Range(1u, 4096u))
-      ->capture_default_str();
+  AddQueueFlags(cmd, &f->queue_depth, &f->staging_slots);
   cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it")
       ->check(CLI::Range(1u, 1u << 20));  // the model format's largest dimension
   cmd->add_option("--raw-sample-cap", f->raw_step_samples_cap,

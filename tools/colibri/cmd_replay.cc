@@ -36,17 +36,12 @@ struct ReplayFlags {
   std::vector<std::string> hw_files;
   std::string model_dir;
   std::string verify = "auto";
-  std::string l1_bytes = "0";
-  std::string l2_bytes = "0";
-  std::string policy = "lru";
-  std::string l1_policy = "lru";
+  TierFlags tiers;
   PrefetchFlags prefetch;
   std::string prefetch_profile;
   PinFlags pin;
   RouterFlags router;
   uint32_t vocab = 32000;
-  uint32_t queue_depth = 32;
-  uint32_t staging_slots = 4;
   uint32_t threads = 1;
   uint32_t hidden = 0;
   bool pageable = false;
@@ -189,16 +184,16 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   CopyHwFlags(f.hw, &c);
   COLIBRI_ASSIGN_OR_RETURN(c.routing, replay::ParseRoutingMode(f.routing));
   COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &c.router));
-  c.l1_bytes = std::stoull(f.l1_bytes);
-  c.l2_bytes = std::stoull(f.l2_bytes);
-  c.policy = f.policy;
-  c.l1_policy = f.l1_policy;
+  c.l1_bytes = f.tiers.l1();
+  c.l2_bytes = f.tiers.l2();
+  c.policy = f.tiers.policy;
+  c.l1_policy = f.tiers.l1_policy;
   c.prefetch = ToPrefetchConfig(f.prefetch);
   c.prefetch_profile = f.prefetch_profile;
   c.pin_from = f.pin.from;
   c.pin_bytes = std::stoull(f.pin.bytes);
-  c.queue_depth = f.queue_depth;
-  c.staging_slots = f.staging_slots;
+  c.queue_depth = f.tiers.queue_depth;
+  c.staging_slots = f.tiers.staging_slots;
   c.threads = f.threads;
   c.hidden = f.hidden;
   c.pinned = !f.pageable;
@@ -392,19 +387,12 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--hw-file", f->hw_files, "Extra profile files (components or machines)");
   cmd->add_option("--model", f->model_dir, "Model directory (needed by real backends)");
   AddModelVerifyFlag(cmd, &f->verify);
-  cmd->add_option("--l1-bytes", f->l1_bytes, "L1 (device) budget, 0 = off")->transform(SizeValidator())->capture_default_str();
-  cmd->add_option("--l2-bytes", f->l2_bytes, "L2 (host) budget, 0 = off")->transform(SizeValidator())->capture_default_str();
-  cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember(engine::CachePolicyNames()))->capture_default_str();
-  cmd->add_option("--l1-policy", f->l1_policy, "L1 cache policy")
-      ->check(CLI::IsMember(engine::CachePolicyNames()))
-      ->capture_default_str();
+  AddTierFlags(cmd, &f->tiers, "L1 (device) budget, 0 = off", "L2 (host) budget, 0 = off");
   AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead", "oracle"});
   cmd->add_option("--prefetch-profile", f->prefetch_profile, "coact: train on this trace first")->check(CLI::ExistingFile);
   AddPinFlags(cmd, &f->pin);
   AddRouterFlags(cmd, &f->router);
   cmd->add_option("--vocab", f->vocab, "hash-token: the vocabulary of the trace's token ids")->capture_default_str();
-  cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")->check(CLI::Range(1u, 32768u))->capture_default_str();
-  cmd->add_option("--staging-slots", f->staging_slots, "Transient expert slots")->check(CLI::Range(1u, 4096u))->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();
   cmd->add_option("--hidden", f->hidden, "The model's hidden size, when the trace does not record it")
       ->check(CLI::Range(1u, 1u << 20));  // the model format's largest dimension

@@ -30,16 +30,11 @@ struct RunFlags {
   uint32_t prefill = 32;
   uint32_t tokens = 32;
   uint64_t seed = 1;
-  std::string l1_bytes = "0";
-  std::string l2_bytes = std::to_string(1ull << 30);
-  std::string policy = "lru";
-  std::string l1_policy = "lru";
+  TierFlags tiers{.l2_bytes = std::to_string(1ull << 30)};
   PrefetchFlags prefetch;
   PinFlags pin;
   RouterFlags router;
   std::string log_level = "warn";
-  uint32_t queue_depth = 32;
-  uint32_t staging_slots = 4;
   uint32_t threads = 1;
   HwFlags hw;
   std::string storage = "auto";
@@ -70,16 +65,16 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   o.seed = f.seed;
   o.correlation = f.correlation;
   o.vocab = f.vocab;
-  o.l1_bytes = std::stoull(f.l1_bytes);
-  o.l2_bytes = std::stoull(f.l2_bytes);
-  o.l2_policy = f.policy;
-  o.l1_policy = f.l1_policy;
+  o.l1_bytes = f.tiers.l1();
+  o.l2_bytes = f.tiers.l2();
+  o.l2_policy = f.tiers.policy;
+  o.l1_policy = f.tiers.l1_policy;
   o.prefetch = ToPrefetchConfig(f.prefetch);
   o.pin_from = f.pin.from;
   o.pin_bytes = std::stoull(f.pin.bytes);
   COLIBRI_RETURN_IF_ERROR(ApplyRouterFlags(f.router, f.vocab, f.seed, &o.router));
-  o.queue_depth = f.queue_depth;
-  o.staging_slots = f.staging_slots;
+  o.queue_depth = f.tiers.queue_depth;
+  o.staging_slots = f.tiers.staging_slots;
   o.threads = f.threads;
   o.storage = f.storage;
   o.direct_io = f.direct_io;
@@ -100,14 +95,14 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
 Json ConfigJson(const RunFlags& f) {
   Json config{{"model", f.model_dir},       {"requests", f.requests},
               {"prefill", f.prefill},       {"tokens", f.tokens},
-              {"seed", f.seed},             {"l1_bytes", std::stoull(f.l1_bytes)},
-              {"l2_bytes", std::stoull(f.l2_bytes)}, {"policy", f.policy},
-              {"l1_policy", f.l1_policy},
+              {"seed", f.seed},             {"l1_bytes", f.tiers.l1()},
+              {"l2_bytes", f.tiers.l2()}, {"policy", f.tiers.policy},
+              {"l1_policy", f.tiers.l1_policy},
               {"prefetch", {{"predictor", f.prefetch.predictor}, {"width", f.prefetch.width}, {"decay", f.prefetch.decay}}},
               {"pin_from", f.pin.from},     {"pin_bytes", std::stoull(f.pin.bytes)},
               {"router", RouterConfigJson(f.router)},
-              {"queue_depth", f.queue_depth},
-              {"staging_slots", f.staging_slots},
+              {"queue_depth", f.tiers.queue_depth},
+              {"staging_slots", f.tiers.staging_slots},
               {"threads", f.threads},       {"storage", f.storage},
               {"direct_io", f.direct_io},   {"correlation", f.correlation}, {"vocab", f.vocab},
               {"verify", f.verify},         {"record", f.record},
@@ -260,26 +255,13 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--tokens", f->tokens, "Decode steps (each one pass over all requests)")->capture_default_str();
   cmd->add_flag("--force", f->force, "Run even a workload above 1e15 expert FLOPs (refused otherwise, with the estimate)");
   cmd->add_option("--seed", f->seed, "Seed of the hidden states")->capture_default_str();
-  cmd->add_option("--l1-bytes", f->l1_bytes, "L1 pool budget (the device pool; host memory with CPU compute), 0 = off")
-      ->transform(SizeValidator())
-      ->capture_default_str();
-  cmd->add_option("--l2-bytes", f->l2_bytes, "L2 host cache budget, 0 = off (every expert streams from disk)")
-      ->transform(SizeValidator())
-      ->capture_default_str();
+  AddTierFlags(cmd, &f->tiers, "L1 pool budget (the device pool; host memory with CPU compute), 0 = off",
+               "L2 host cache budget, 0 = off (every expert streams from disk)");
   AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead"});
   AddPinFlags(cmd, &f->pin);
   AddRouterFlags(cmd, &f->router);
   cmd->add_option("--log-level", f->log_level, "warn, info or debug (debug: one [ROUTER] line per routing decision)")
       ->check(CLI::IsMember({"warn", "info", "debug"}))
-      ->capture_default_str();
-  cmd->add_option("--policy", f->policy, "L2 cache policy")->check(CLI::IsMember(engine::CachePolicyNames()))->capture_default_str();
-  cmd->add_option("--l1-policy", f->l1_policy, "L1 cache policy")
-      ->check(CLI::IsMember(engine::CachePolicyNames()))
-      ->capture_default_str();
-  cmd->add_option("--queue-depth", f->queue_depth, "NVMe reads in flight")->check(CLI::Range(1u, 4096u))->capture_default_str();
-  cmd->add_option("--staging-slots", f->staging_slots,
-                  "Transient expert slots for reads no tier admits (L2 = 0, or a batch larger than L2)")
-      ->check(CLI::Range(1u, 4096u))
       ->capture_default_str();
   cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();
   AddHwFlags(cmd, &f->hw, {"auto", "cpu", "cuda"});

@@ -26,6 +26,11 @@
 
 namespace colibri::engine {
 
+// The most reads in flight any storage backend accepts: what io_uring accepts
+// for a ring (IORING_MAX_ENTRIES). Every backend, real or modelled, accepts the
+// same range, so that a configuration is portable between them.
+inline constexpr uint32_t kMaxStorageQueueDepth = 32768;
+
 struct StorageCaps {
   const char* name = "";
   uint32_t alignment_bytes = 1;  // offsets, lengths and buffers must be multiples of this
