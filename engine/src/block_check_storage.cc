@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "storage_common.h"
+
 namespace colibri::engine {
 namespace {
 
@@ -43,10 +45,15 @@ class BlockCheckStorage final : public StorageBackend {
     return submitted;
   }
 
+  // Re-entrant (NestedScratch): the inner backend may run the loop, which polls this one again.
   Status Poll(bool wait, std::vector<ReadCompletion>* out) override {
-    completions_.clear();
-    COLIBRI_RETURN_IF_ERROR(inner_->Poll(wait, &completions_));
-    for (ReadCompletion& c : completions_) {
+    std::vector<ReadCompletion>& completions = scratch_.Enter();
+    const Status polled = inner_->Poll(wait, &completions);
+    if (!polled.ok()) {
+      scratch_.Leave();
+      return polled;
+    }
+    for (ReadCompletion& c : completions) {
       const ReadRequest request = pending_[c.tag];
       free_slots_.push_back(c.tag);
       c.tag = request.tag;
@@ -59,6 +66,7 @@ class BlockCheckStorage final : public StorageBackend {
       }
       out->push_back(std::move(c));
     }
+    scratch_.Leave();
     return Status::Ok();
   }
 
@@ -86,7 +94,7 @@ class BlockCheckStorage final : public StorageBackend {
   const uint64_t blocks_;
   std::vector<ReadRequest> pending_;  // by slot
   std::vector<uint64_t> free_slots_;
-  std::vector<ReadCompletion> completions_;
+  storage_internal::NestedScratch<ReadCompletion> scratch_;  // Poll's lists, one per nesting level
   uint64_t mismatches_ = 0;
   uint64_t mismatch_bytes_ = 0;
   mutable StorageCounters counters_;
@@ -94,8 +102,10 @@ class BlockCheckStorage final : public StorageBackend {
 
 }  // namespace
 
-std::unique_ptr<StorageBackend> CheckBlocksOnRead(const Model& model, std::unique_ptr<StorageBackend> storage) {
-  if (!storage || !model.check_blocks_on_read() || !storage->caps().delivers_data) return storage;
+std::unique_ptr<StorageBackend> CheckBlocksOnRead(const Model& model, std::unique_ptr<StorageBackend> storage,
+                                                  BlockCheckMode mode) {
+  const bool wanted = mode == BlockCheckMode::kAlways ? model.has_block_digests() : model.check_blocks_on_read();
+  if (!storage || !wanted || !storage->caps().delivers_data) return storage;
   return std::make_unique<BlockCheckStorage>(model, std::move(storage));
 }
 

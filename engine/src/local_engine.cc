@@ -28,7 +28,10 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
   COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify));
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage,
                            OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
-  e->storage = CheckBlocksOnRead(e->model, std::move(storage));  // e->model outlives it (declared first)
+  if (o.wrap_storage) {
+    COLIBRI_ASSIGN_OR_RETURN(storage, o.wrap_storage(std::move(storage), &e->loop));
+  }
+  e->storage = CheckBlocksOnRead(e->model, std::move(storage), o.block_check);  // e->model outlives it (declared first)
   if (!e->storage->warning().empty()) e->warning += (e->warning.empty() ? "" : "; ") + e->storage->warning();
   if (!e->model.experts_verified() && !e->model.has_block_digests() && o.verify == ModelVerify::kAuto) {
     e->warning += (e->warning.empty() ? "" : "; ") + e->model.config().experts_file.name + " (" +
@@ -45,6 +48,12 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
     COLIBRI_ASSIGN_OR_RETURN(e->compute, o.make_compute());
   } else {
     COLIBRI_ASSIGN_OR_RETURN(e->compute, CpuCompute::Create(CpuComputeOptions{o.threads, std::nullopt}));
+  }
+  if (o.wrap_transfer) {
+    COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.wrap_transfer(std::move(e->transfer), &e->loop));
+  }
+  if (o.wrap_compute) {
+    COLIBRI_ASSIGN_OR_RETURN(e->compute, o.wrap_compute(std::move(e->compute), &e->loop));
   }
   const EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
   COLIBRI_ASSIGN_OR_RETURN(e->moe, MoeEngine::Create(EngineModelOf(e->model), o.engine, backends));

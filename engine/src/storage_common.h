@@ -108,4 +108,26 @@ class FileStorage : public StorageBackend {
   size_t in_flight_ = 0;
 };
 
+// Scratch lists for a Poll that may be re-entered: a backend below may run
+// the event loop (a modelled device waiting for its next completion, a fault
+// injector holding one back), and the loop polls the same chain again. Each
+// nesting level gets its own list, kept between calls (a warm poll does not
+// allocate), and the lists of outer levels never move. Not thread-safe.
+template <typename T>
+class NestedScratch {
+ public:
+  // The cleared list of the level being entered; call Leave when done with it.
+  std::vector<T>& Enter() {
+    if (depth_ == lists_.size()) lists_.emplace_back();
+    std::vector<T>& list = lists_[depth_++];
+    list.clear();
+    return list;
+  }
+  void Leave() { --depth_; }
+
+ private:
+  std::deque<std::vector<T>> lists_;
+  size_t depth_ = 0;
+};
+
 }  // namespace colibri::engine::storage_internal

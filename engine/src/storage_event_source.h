@@ -10,6 +10,7 @@
 
 #include "colibri/engine/event_loop.h"
 #include "colibri/engine/storage.h"
+#include "storage_common.h"
 
 namespace colibri::engine {
 
@@ -18,17 +19,22 @@ class StorageEventSource final : public EventSource {
   StorageEventSource(StorageBackend* storage, std::function<void(const ReadCompletion&)> on_done)
       : storage_(storage), on_done_(std::move(on_done)) {}
   size_t pending() const override { return storage_->outstanding(); }
+  // Re-entrant (NestedScratch): the loop may poll this source again from
+  // inside the backend's Poll; each completion reaches the engine exactly once.
   Status Poll(bool wait) override {
-    completions_.clear();
-    COLIBRI_RETURN_IF_ERROR(storage_->Poll(wait, &completions_));
-    for (const ReadCompletion& c : completions_) on_done_(c);
-    return Status::Ok();
+    std::vector<ReadCompletion>& completions = scratch_.Enter();  // held through the callbacks: they may poll again
+    Status status = storage_->Poll(wait, &completions);
+    if (status.ok()) {
+      for (const ReadCompletion& c : completions) on_done_(c);
+    }
+    scratch_.Leave();
+    return status;
   }
 
  private:
   StorageBackend* storage_;
   std::function<void(const ReadCompletion&)> on_done_;
-  std::vector<ReadCompletion> completions_;
+  storage_internal::NestedScratch<ReadCompletion> scratch_;
 };
 
 }  // namespace colibri::engine

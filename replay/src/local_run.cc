@@ -87,7 +87,29 @@ Status Validate(const LocalRunOptions& o) {
   return Status::Ok();
 }
 
-Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o) {
+// Wraps the backends `options` opens with fault injectors on streams of
+// `seed`, recording into `log`; corruption turns the block check on for every read.
+void AddFaultInjection(const sim::FaultSpec& spec, uint64_t seed, sim::FaultLog* log,
+                       engine::LocalEngineOptions* options) {
+  options->wrap_storage = [spec, seed, log](std::unique_ptr<engine::StorageBackend> storage, engine::EventLoop* loop)
+      -> Result<std::unique_ptr<engine::StorageBackend>> {
+    auto injector = std::make_unique<sim::FaultInjectionStorage>(storage.get(), spec, seed, loop, log);
+    return std::unique_ptr<engine::StorageBackend>(new engine::OwningStorage(std::move(storage), std::move(injector)));
+  };
+  if (spec.storage_corrupt.on()) options->block_check = engine::BlockCheckMode::kAlways;
+  options->wrap_transfer = [spec, seed, log](std::unique_ptr<engine::TransferBackend> transfer, engine::EventLoop* loop)
+      -> Result<std::unique_ptr<engine::TransferBackend>> {
+    auto injector = std::make_unique<sim::FaultInjectionTransfer>(transfer.get(), spec, seed, loop, log);
+    return std::unique_ptr<engine::TransferBackend>(new engine::OwningTransfer(std::move(transfer), std::move(injector)));
+  };
+  options->wrap_compute = [spec, seed, log](std::unique_ptr<engine::ComputeBackend> compute, engine::EventLoop* loop)
+      -> Result<std::unique_ptr<engine::ComputeBackend>> {
+    auto injector = std::make_unique<sim::FaultInjectionCompute>(compute.get(), spec, seed, loop, log);
+    return std::unique_ptr<engine::ComputeBackend>(new engine::OwningCompute(std::move(compute), std::move(injector)));
+  };
+}
+
+Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o, sim::FaultLog* faults) {
   engine::LocalEngineOptions options;
   options.model_dir = o.model_dir;
   options.verify = o.verify;
@@ -99,11 +121,13 @@ Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o) {
   const HwBackendNames names = ResolveHwBackends(o.transfer, o.compute, o.cuda_device);
   options.make_transfer = [names, hw](const engine::Clock* clock) { return MakeHwTransfer(names.transfer, clock, hw); };
   options.make_compute = [names, hw] { return MakeHwCompute(names.compute, hw); };
+  if (o.faults.any()) AddFaultInjection(o.faults, o.seed, faults, &options);
   options.engine.l1_bytes = o.l1_bytes;
   options.engine.l2_bytes = o.l2_bytes;
   options.engine.l1_policy = o.l1_policy;
   options.engine.l2_policy = o.l2_policy;
   options.engine.staging_slots = o.staging_slots;
+  options.engine.read_retries = o.read_retries;
   options.engine.prefetch = o.prefetch;
   options.engine.routing = o.router;
   const bool pinned = o.l2_policy == "pinned";
@@ -118,15 +142,20 @@ Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o) {
 
 // The engine with its observers: the load counter, then the recorder.
 struct Rig {
+  std::unique_ptr<sim::FaultLog> faults = std::make_unique<sim::FaultLog>();  // outlives the injectors in `local`
   std::unique_ptr<engine::LocalEngine> local;
   std::unique_ptr<LoadCounter> loads;
   std::unique_ptr<TraceRecorder> recorder;
 };
 
 Result<Rig> OpenRig(const LocalRunOptions& o, std::vector<std::string>* warnings) {
-  COLIBRI_ASSIGN_OR_RETURN(const engine::LocalEngineOptions options, EngineOptionsOf(o));
   Rig rig;
+  COLIBRI_ASSIGN_OR_RETURN(const engine::LocalEngineOptions options, EngineOptionsOf(o, rig.faults.get()));
   COLIBRI_ASSIGN_OR_RETURN(rig.local, engine::LocalEngine::Open(options));
+  if (o.faults.storage_corrupt.on() && !rig.local->model.has_block_digests()) {
+    return Status::InvalidArgument("--faults storage.corrupt damages bytes that only the model's block digests detect: " +
+                                   o.model_dir + " is a format 1 model (colibri model upgrade makes it format 2)");
+  }
   COLIBRI_RETURN_IF_ERROR(rig.local->moe->PreloadPinned());
   if (!rig.local->warning.empty()) warnings->push_back(rig.local->warning);
   for (std::string& w : rig.local->moe->SizingWarnings()) warnings->push_back(std::move(w));
@@ -243,6 +272,7 @@ class Workload {
     out_.read_bytes += r.read_bytes + r.prefetch_bytes;
     out_.dropped_assignments += r.dropped_assignments;
     out_.staged += r.staged;
+    out_.read_retries += r.read_retries;
     out_.device_staged += r.device_staged;
   }
 
@@ -292,6 +322,8 @@ void Finish(const LocalRunOptions& o, const Rig& rig, const Workload& workload, 
   out->l1 = moe.l1_counters();
   out->l2 = moe.l2_counters();
   out->prefetch = moe.prefetch_counters();
+  out->read_retries += out->prefetch.retries;
+  out->faults = rig.faults->records();
   out->router = moe.router_counters();
   out->preload_bytes = moe.preloaded_bytes();
   out->pool_bytes = moe.pool_bytes();

@@ -155,8 +155,19 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
     rig->storage = std::make_unique<sim::FaultInjectionStorage>(rig->storage_target.get(), c.faults, c.seed,
                                                                 rig->loop.get(), &rig->faults);
   }
-  // Blocks that land in memory are checked when the model was not hashed whole at open.
-  if (rig->model) rig->storage = engine::CheckBlocksOnRead(*rig->model, std::move(rig->storage));
+  // Blocks that land in memory are checked when the model was not hashed whole
+  // at open, and always under injected corruption (a read damaged after open).
+  if (rig->model) {
+    const bool corrupting = c.faults.storage_corrupt.on();
+    if (corrupting && (!rig->model->has_block_digests() || c.model_verify == engine::ModelVerify::kNone)) {
+      return Status::InvalidArgument(
+          "--faults storage.corrupt damages bytes that only the model's block digests detect: it needs a format 2 "
+          "model (colibri model upgrade) and --verify other than none");
+    }
+    rig->storage = engine::CheckBlocksOnRead(
+        *rig->model, std::move(rig->storage),
+        corrupting ? engine::BlockCheckMode::kAlways : engine::BlockCheckMode::kUnlessVerifiedAtOpen);
+  }
   return Status::Ok();
 }
 
@@ -251,6 +262,7 @@ Result<std::unique_ptr<Rig>> BuildRig(const ReplayConfig& c, const traces::Model
   COLIBRI_RETURN_IF_ERROR(OpenStorage(c, model, rig.get()));
   COLIBRI_RETURN_IF_ERROR(OpenTransferAndCompute(c, rig.get()));
   engine::EngineOptions options{c.l1_bytes, c.l2_bytes, c.l1_policy, c.policy, c.staging_slots};
+  options.read_retries = c.read_retries;
   options.routing = c.router;
   COLIBRI_ASSIGN_OR_RETURN(options.next_use, BeladyFuture(c));
   COLIBRI_ASSIGN_OR_RETURN(options.prefetch, ReplayPrefetch(c, shape));

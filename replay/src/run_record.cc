@@ -60,7 +60,8 @@ Json ConfigJson(const ReplayConfig& c) {
               {"max_arrivals", c.max_arrivals},
               {"max_batch", c.max_batch},
               {"raw_step_samples_cap", c.raw_step_samples_cap},
-              {"faults", sim::FormatFaultSpec(c.faults)}};
+              {"faults", sim::FormatFaultSpec(c.faults)},
+              {"read_retry_budget", c.read_retries}};
 }
 
 // What replays and local runs both store, from the fields ReplayResult and
@@ -142,6 +143,9 @@ Result<reports::RunResults> LocalRunStoredResults(const LocalRunResult& r, const
   reports::RunResults out;
   AddSharedResults(r, static_cast<double>(r.elapsed_ns) / 1e9, r.prefill_tokens + r.decode_tokens, &out);
   out.texts = {{"output_digest", r.output_digest}, {"clock", "real"}, {"summary_json", summary_json}};
+  out.scalars.insert({{"read_retries", static_cast<double>(r.read_retries)},
+                      {"faults_injected", static_cast<double>(r.faults.size())}});
+  for (const sim::InjectedFault& f : r.faults) out.faults.push_back(reports::FaultRecord{f.at_ns, f.kind, f.detail});
   if (r.recording) {
     COLIBRI_ASSIGN_OR_RETURN(const traces::SourceFile routing, traces::DescribeSourceFile(r.recording->path));
     out.routing_path = r.recording->path;

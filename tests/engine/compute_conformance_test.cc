@@ -10,10 +10,10 @@
 #include <memory>
 #include <optional>
 
+#include "colibri/engine/backend_wrappers.h"
 #include "colibri/engine/clock.h"
 #include "colibri/engine/cpu_compute.h"
 #include "compute_conformance.h"
-#include "owning_wrapper.h"
 
 namespace colibri::engine {
 namespace {
@@ -46,7 +46,7 @@ class WrappedCpuHarness final : public ComputeHarness {
  public:
   Result<std::unique_ptr<ComputeBackend>> Make() override {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> compute, inner_.Make());
-    return std::unique_ptr<ComputeBackend>(new testing_util::OwningCompute(std::move(compute)));
+    return std::unique_ptr<ComputeBackend>(new OwningCompute(std::move(compute)));
   }
   const Clock& clock() const override { return inner_.clock(); }
 

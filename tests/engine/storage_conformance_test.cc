@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "colibri/engine/backend_wrappers.h"
 #include "colibri/engine/block_check.h"
 #include "colibri/engine/storage.h"
 #include "model_test_util.h"
-#include "owning_wrapper.h"
 #include "storage_conformance.h"
 
 namespace colibri::engine {
@@ -109,7 +109,7 @@ class WrappedHarness final : public StorageHarness {
  public:
   Result<std::unique_ptr<StorageBackend>> Open(const std::string& path, uint32_t queue_depth) override {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage, inner_.Open(path, queue_depth));
-    return std::unique_ptr<StorageBackend>(new testing_util::OwningStorage(std::move(storage)));
+    return std::unique_ptr<StorageBackend>(new OwningStorage(std::move(storage)));
   }
 
  private:

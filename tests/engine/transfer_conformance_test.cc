@@ -8,9 +8,9 @@
 #include <memory>
 #include <vector>
 
+#include "colibri/engine/backend_wrappers.h"
 #include "colibri/engine/event_loop.h"
 #include "colibri/engine/transfer.h"
-#include "owning_wrapper.h"
 #include "transfer_conformance.h"
 
 namespace colibri::engine {
@@ -34,7 +34,7 @@ class CpuHarness final : public TransferHarness {
 class WrappedCpuHarness final : public TransferHarness {
  public:
   Result<std::unique_ptr<TransferBackend>> Make() override {
-    return std::unique_ptr<TransferBackend>(new testing_util::OwningTransfer(MakeCpuTransfer(&loop_)));
+    return std::unique_ptr<TransferBackend>(new OwningTransfer(MakeCpuTransfer(&loop_)));
   }
   const Clock& clock() const override { return loop_; }
 

@@ -122,6 +122,58 @@ TEST_F(LocalRunTest, OutputDigestDoesNotDependOnPlacement) {
   EXPECT_NE(Run(with([](LocalRunOptions& o) { o.correlation = 0.5; })).output_digest, base.output_digest);
 }
 
+// Faults over the real backends (pread and, where the kernel allows, io_uring,
+// on the real event loop): every transient read fault -- errors, short and
+// stuck reads, corrupted bytes caught by the block digests, alone and with
+// delayed completions (which make the storage chain's Poll re-entrant) -- is
+// read again, and the output is the fault-free one, bit for bit.
+TEST_F(LocalRunTest, TransientReadFaultsLeaveTheOutputBitIdentical) {
+  engine::ModelConfig shape;  // large enough blocks that reads overlap the delayed completions
+  shape.dtype = engine::DType::kBf16;
+  shape.layer_ids = {0, 1, 2, 3};
+  shape.experts = 16;
+  shape.top_k = 2;
+  shape.hidden = 256;
+  shape.intermediate = 128;
+  ASSERT_TRUE(engine::SynthModel(shape, 1, Path("faults-model")).ok());
+  LocalRunOptions plain = Options();
+  plain.model_dir = Path("faults-model");
+  plain.requests = 4;
+  plain.prefill_tokens = 8;
+  plain.decode_passes = 16;
+  plain.l2_bytes = 2u << 20;  // 10 of the 64 experts: misses on every pass, reads throughout the run
+  plain.read_retries = 8;     // at these rates no read fails nine times in a row (io_uring's order varies the draws)
+  const LocalRunResult base = Run(plain);
+  int runs = 0;
+  for (const char* storage : {"pread", "uring"}) {
+    for (const char* spec : {"storage.corrupt=1/10,storage.spike=1/5:1ms",
+                             "storage.eio=1/20,storage.short=1/20,storage.stuck=1/30:1ms,storage.corrupt=1/20,"
+                             "storage.spike=1/10:1ms"}) {
+      LocalRunOptions o = plain;
+      o.storage = storage;
+      auto faults = sim::ParseFaultSpec(spec);
+      ASSERT_TRUE(faults.ok());
+      o.faults = faults.value();
+      Result<LocalRunResult> r = RunLocal(o);
+      if (!r.ok() && std::string(storage) == "uring" && r.status().code() == StatusCode::kUnsupported) continue;
+      ASSERT_TRUE(r.ok()) << storage << " " << spec << ": " << r.status().message();
+      LocalRunOptions clean = o;
+      clean.faults = sim::FaultSpec{};
+      EXPECT_EQ(r.value().output_digest, Run(clean).output_digest) << storage << " " << spec;
+      EXPECT_EQ(r.value().output_digest, base.output_digest);
+      uint64_t errors = 0, corrupt = 0;
+      for (const sim::InjectedFault& f : r.value().faults) {
+        errors += f.kind != "storage.spike";
+        corrupt += f.kind == "storage.corrupt";
+      }
+      EXPECT_GT(corrupt, 0u) << spec;
+      EXPECT_EQ(r.value().read_retries, errors) << storage << " " << spec;  // each failed attempt read again
+      ++runs;
+    }
+  }
+  EXPECT_GE(runs, 2);
+}
+
 TEST_F(LocalRunTest, RecordingIsTheStoredRouting) {
   LocalRunOptions o = Options();
   o.record_path = Path("run.ctrace");

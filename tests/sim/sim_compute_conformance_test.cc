@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "../engine/compute_conformance.h"
-#include "../engine/owning_wrapper.h"
 #include "colibri/sim/fault_injection.h"
 #include "colibri/sim/profiles.h"
 #include "colibri/sim/sim_compute.h"
@@ -54,7 +53,7 @@ class FaultHarness final : public ComputeHarness {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> target, target_.Make());
     auto faults = std::make_unique<FaultInjectionCompute>(target.get(), spec, 42, &target_.clock(), &log_);
     return std::unique_ptr<ComputeBackend>(
-        new engine::testing_util::OwningCompute(std::move(target), std::move(faults)));
+        new engine::OwningCompute(std::move(target), std::move(faults)));
   }
   const engine::Clock& clock() const override { return target_.clock(); }
 

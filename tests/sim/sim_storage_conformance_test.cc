@@ -11,7 +11,6 @@
 #include <string>
 #include <utility>
 
-#include "../engine/owning_wrapper.h"
 #include "../engine/storage_conformance.h"
 #include "colibri/engine/event_loop.h"
 #include "colibri/sim/fault_injection.h"
@@ -94,7 +93,7 @@ class FaultHarness final : public StorageHarness {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> target, target_.Open(path, queue_depth));
     auto faults = std::make_unique<FaultInjectionStorage>(target.get(), spec_, 42, target_.loop(), &log_);
     return std::unique_ptr<StorageBackend>(
-        new engine::testing_util::OwningStorage(std::move(target), std::move(faults)));
+        new engine::OwningStorage(std::move(target), std::move(faults)));
   }
   void LetTimePass() override { target_.LetTimePass(); }
 

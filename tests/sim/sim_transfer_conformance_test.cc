@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "../engine/owning_wrapper.h"
 #include "../engine/transfer_conformance.h"
 #include "colibri/sim/fault_injection.h"
 #include "colibri/sim/profiles.h"
@@ -76,7 +75,7 @@ class FaultHarness final : public TransferHarness {
     COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<TransferBackend> target, target_.Make());
     auto faults = std::make_unique<FaultInjectionTransfer>(target.get(), spec, 42, &target_.clock(), &log_);
     return std::unique_ptr<TransferBackend>(
-        new engine::testing_util::OwningTransfer(std::move(target), std::move(faults)));
+        new engine::OwningTransfer(std::move(target), std::move(faults)));
   }
   const engine::Clock& clock() const override { return target_.clock(); }
   void LetTimePass() override { target_.LetTimePass(); }

@@ -206,6 +206,28 @@ TEST_F(RunCliTest, ReplayRecomputesTheRecordedHashRouting) {
   }
 }
 
+// --faults over the real storage: retried faults leave the output digest as
+// it is fault-free, and are counted, printed and stored.
+TEST_F(RunCliTest, InjectedReadFaultsLeaveTheOutputDigestAsItIs) {
+  const Outcome clean = Run("--l2-bytes 48K --storage pread --no-store");
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  const Outcome faulty = Run("--l2-bytes 48K --storage pread --faults storage.eio=1/10,storage.corrupt=1/10 --read-retries 6");
+  ASSERT_EQ(faulty.exit_code, 0) << faulty.err;
+  const nlohmann::json j = faulty.json();
+  EXPECT_EQ(j["output_digest"], clean.json()["output_digest"]);
+  const uint64_t eio = j["faults"]["by_kind"]["storage.eio"], corrupt = j["faults"]["by_kind"]["storage.corrupt"];
+  EXPECT_GT(eio, 0u);
+  EXPECT_GT(corrupt, 0u);
+  EXPECT_EQ(j["read_retries"], eio + corrupt);
+  EXPECT_EQ(j["config"]["faults"], "storage.eio=1/10,storage.corrupt=1/10");
+  const Outcome show = RunColibri("runs show 1 --json", dir_->path());
+  ASSERT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_EQ(show.json()["runs"][0]["results"]["faults"], eio + corrupt);
+  const Outcome retries = Run("--read-retries 17");
+  EXPECT_EQ(retries.exit_code, 2);
+  EXPECT_NE(retries.err.find("--read-retries"), std::string::npos) << retries.err;
+}
+
 TEST_F(RunCliTest, BadInputIsExitCodeTwoWithAClearMessage) {
   const Outcome missing = RunColibri("run --model /nonexistent/model", dir_->path());
   EXPECT_EQ(missing.exit_code, 2);

@@ -20,6 +20,7 @@
 #include "colibri/sim/profiles.h"
 #include "colibri/traces/importers.h"
 #include "commands.h"
+#include "fault_flags.h"
 #include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
@@ -58,6 +59,7 @@ struct ReplayFlags {
   uint32_t jobs = 1;
   std::string trace_events;
   std::string faults = "none";  // a fault spec (sim/fault_spec.h)
+  uint32_t read_retries = 2;
   uint64_t raw_step_samples_cap = 10'000'000;
   bool decode_series = false;
   StoreFlags store;
@@ -114,14 +116,6 @@ Json PacingJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
               {"max_arrivals", c.max_arrivals},
               {"max_batch", c.max_batch},
               {"max_pass_requests", r.max_pass_requests}};
-}
-
-// The spec and what it injected: the count per kind (every kind, in spec order).
-Json FaultsJson(const sim::FaultSpec& spec, const std::vector<sim::InjectedFault>& faults) {
-  Json by_kind = Json::object();
-  for (size_t k = 0; k < sim::kFaultKindCount; ++k) by_kind[sim::FaultKindName(static_cast<sim::FaultKind>(k))] = 0;
-  for (const sim::InjectedFault& f : faults) by_kind[f.kind] = by_kind[f.kind].get<uint64_t>() + 1;
-  return Json{{"spec", sim::FormatFaultSpec(spec)}, {"injected", faults.size()}, {"by_kind", by_kind}};
 }
 
 Json RunJson(const replay::ReplayConfig& c, const replay::ReplayResult& r) {
@@ -206,9 +200,8 @@ Result<replay::ReplayConfig> BaseConfig(const ReplayFlags& f) {
   c.max_batch = f.max_batch;
   c.raw_step_samples_cap = f.raw_step_samples_cap;
   c.decode_series = f.decode_series;
-  auto faults = sim::ParseFaultSpec(f.faults);
-  if (!faults.ok()) return faults.status().WithPrefix("--faults");
-  c.faults = faults.value();
+  COLIBRI_ASSIGN_OR_RETURN(c.faults, ParseFaultsFlag(f.faults));
+  c.read_retries = f.read_retries;
   return c;
 }
 
@@ -356,17 +349,7 @@ void PrintHuman(const Json& j) {
                 r["throughput"]["tokens_per_s"].get<double>(), r["hit_pct_cum"].get<double>(),
                 r["hit_pct_decode"].get<double>(), r["event_digest"].get<std::string>().c_str());
   }
-  for (const Json& r : j["runs"]) {
-    const Json& faults = r["faults"];
-    if (faults["spec"] == "none") continue;
-    std::string kinds;
-    for (const auto& [kind, count] : faults["by_kind"].items()) {
-      if (count.get<uint64_t>() > 0) kinds += (kinds.empty() ? "" : ", ") + kind + " " + std::to_string(count.get<uint64_t>());
-    }
-    std::printf("faults (%s): %llu injected%s%s, %llu reads retried\n", faults["spec"].get<std::string>().c_str(),
-                static_cast<unsigned long long>(faults["injected"].get<uint64_t>()), kinds.empty() ? "" : ": ",
-                kinds.c_str(), static_cast<unsigned long long>(r["read_retries"].get<uint64_t>()));
-  }
+  for (const Json& r : j["runs"]) PrintFaultsLine(r["faults"], r["read_retries"].get<uint64_t>());
   if (j.contains("trace_events")) {
     std::printf("timeline: %s (%llu spans)\n", j["trace_events"]["path"].get<std::string>().c_str(),
                 static_cast<unsigned long long>(j["trace_events"]["spans"].get<uint64_t>()));
@@ -403,9 +386,7 @@ void AddReplayCommand(CLI::App* app, int* exit_code) {
       ->check(CLI::IsMember({"recorded", "recompute"}))
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "Root seed of the modelled devices' random streams")->capture_default_str();
-  cmd->add_option("--faults", f->faults,
-                  "Faults to inject, seeded by --seed (docs/RELIABILITY.md), e.g. storage.eio=1/500,storage.spike=1/200:5ms")
-      ->capture_default_str();
+  AddFaultsFlag(cmd, &f->faults, &f->read_retries);
   CLI::Option* pacing = cmd->add_option("--pacing", f->pacing, "closed (as fast as dependencies allow) or open (arrivals)")
                             ->check(CLI::IsMember({"closed", "open"}))
                             ->capture_default_str();

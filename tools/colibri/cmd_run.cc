@@ -17,6 +17,7 @@
 #include "colibri/bench/process_memory.h"
 #include "colibri/reports/latency_json.h"
 #include "commands.h"
+#include "fault_flags.h"
 #include "hw_flags.h"
 #include "router_flags.h"
 #include "run_storage.h"
@@ -31,6 +32,8 @@ struct RunFlags {
   uint32_t tokens = 32;
   uint64_t seed = 1;
   TierFlags tiers{.l2_bytes = std::to_string(1ull << 30)};
+  std::string faults = "none";  // a fault spec (sim/fault_spec.h)
+  uint32_t read_retries = 2;
   PrefetchFlags prefetch;
   PinFlags pin;
   RouterFlags router;
@@ -59,6 +62,8 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   o.model_dir = f.model_dir;
   o.verify = ToModelVerify(f.verify);
   o.force = f.force;
+  COLIBRI_ASSIGN_OR_RETURN(o.faults, ParseFaultsFlag(f.faults));
+  o.read_retries = f.read_retries;
   o.requests = f.requests;
   o.prefill_tokens = f.prefill;
   o.decode_passes = f.tokens;
@@ -107,7 +112,8 @@ Json ConfigJson(const RunFlags& f) {
               {"direct_io", f.direct_io},   {"correlation", f.correlation}, {"vocab", f.vocab},
               {"verify", f.verify},         {"record", f.record},
               {"record_logits", f.record_logits}, {"record_hidden", f.record_hidden},
-              {"record_tokens", f.record_tokens}};
+              {"record_tokens", f.record_tokens}, {"faults", f.faults},
+              {"read_retry_budget", f.read_retries}};
   config.update(ToJson(f.record_output));
   config.update(HwJson(f.hw));
   return config;
@@ -149,7 +155,9 @@ Json ResultJson(const RunFlags& f, const replay::LocalRunOptions& o, const repla
            {"ttft_ns", reports::SamplesJson(r.ttft_ns)},
            {"tpot_ns", reports::SamplesJson(r.tpot_ns)},
            {"throughput", reports::ThroughputJson(r.throughput)},
-           {"warnings", r.warnings}};
+           {"warnings", r.warnings},
+           {"faults", FaultsJson(o.faults, r.faults)},
+           {"read_retries", r.read_retries}};
   if (r.recording) out["recorded_records"] = r.recording->records;
   return out;
 }
@@ -158,6 +166,7 @@ void PrintHuman(const Json& r) {
   auto u64 = [&r](const char* key) { return static_cast<unsigned long long>(r[key].get<uint64_t>()); };
   auto ms = [&r](const char* key, const char* p) { return r[key][p].get<double>() / 1e6; };
   std::printf("output digest %s\n", r["output_digest"].get<std::string>().c_str());
+  PrintFaultsLine(r["faults"], r["read_retries"].get<uint64_t>());
   std::printf("%llu requests, %llu generated tokens (one per request pass) in %.3f s: %.1f tokens/s; "
               "%llu tokens processed (prompt + decode): %.1f tokens/s\n",
               u64("requests"), u64("passes"), r["wall_s"].get<double>(), r["tokens_per_s"].get<double>(), u64("tokens"),
@@ -254,7 +263,8 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--tokens", f->tokens, "Decode steps (each one pass over all requests)")->capture_default_str();
   cmd->add_flag("--force", f->force, "Run even a workload above 1e15 expert FLOPs (refused otherwise, with the estimate)");
-  cmd->add_option("--seed", f->seed, "Seed of the hidden states")->capture_default_str();
+  cmd->add_option("--seed", f->seed, "Seed of the hidden states (and of --faults)")->capture_default_str();
+  AddFaultsFlag(cmd, &f->faults, &f->read_retries);
   AddTierFlags(cmd, &f->tiers, "L1 pool budget (the device pool; host memory with CPU compute), 0 = off",
                "L2 host cache budget, 0 = off (every expert streams from disk)");
   AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead"});

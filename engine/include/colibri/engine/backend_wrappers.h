@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "colibri/engine/compute.h"
@@ -93,5 +94,25 @@ class ComputeWrapper : public ComputeBackend {
  private:
   ComputeBackend* const target_;
 };
+
+// OwningWrapper: a forwarding wrapper that owns the backends it forwards
+// through, so a wrapped backend travels as one unique_ptr: `bottom` alone (a
+// plain wrapper over it), or `top` wrapping `bottom` (e.g. a fault-injecting
+// wrapper borrowing its target), calls going to `top`. Destroys `top` before
+// `bottom`.
+template <typename Wrapper, typename Interface>
+class OwningWrapper final : public Wrapper {
+ public:
+  explicit OwningWrapper(std::unique_ptr<Interface> bottom, std::unique_ptr<Interface> top = nullptr)
+      : Wrapper(top != nullptr ? top.get() : bottom.get()), bottom_(std::move(bottom)), top_(std::move(top)) {}
+
+ private:
+  std::unique_ptr<Interface> bottom_;
+  std::unique_ptr<Interface> top_;  // declared last: destroyed first
+};
+
+using OwningStorage = OwningWrapper<StorageWrapper, StorageBackend>;
+using OwningTransfer = OwningWrapper<TransferWrapper, TransferBackend>;
+using OwningCompute = OwningWrapper<ComputeWrapper, ComputeBackend>;
 
 }  // namespace colibri::engine

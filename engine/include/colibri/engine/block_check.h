@@ -21,8 +21,14 @@
 
 namespace colibri::engine {
 
-// Returns `storage` wrapped when model.check_blocks_on_read() and the backend
-// delivers data; otherwise `storage` unchanged.
-std::unique_ptr<StorageBackend> CheckBlocksOnRead(const Model& model, std::unique_ptr<StorageBackend> storage);
+enum class BlockCheckMode {
+  kUnlessVerifiedAtOpen,  // model.check_blocks_on_read(): not hashed whole at open, and not --verify none
+  kAlways,                // whenever the model has block digests (e.g. under injected corruption)
+};
+
+// Returns `storage` wrapped when `mode` asks for the check, the model has
+// block digests and the backend delivers data; otherwise `storage` unchanged.
+std::unique_ptr<StorageBackend> CheckBlocksOnRead(const Model& model, std::unique_ptr<StorageBackend> storage,
+                                                  BlockCheckMode mode = BlockCheckMode::kUnlessVerifiedAtOpen);
 
 }  // namespace colibri::engine

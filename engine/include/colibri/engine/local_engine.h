@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 
+#include "colibri/engine/block_check.h"
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/engine/model.h"
 #include "colibri/engine/moe_engine.h"
@@ -31,6 +32,14 @@ struct LocalEngineOptions {
   // The transfer (on the engine's clock) and compute backends; empty: CpuTransfer, CpuCompute.
   std::function<Result<std::unique_ptr<TransferBackend>>(const Clock*)> make_transfer;
   std::function<Result<std::unique_ptr<ComputeBackend>>()> make_compute;
+  // Optional: wrap each backend once made (e.g. fault-injecting wrappers over
+  // backend_wrappers.h), on the engine's loop; the storage's wrapper goes
+  // under the block check.
+  std::function<Result<std::unique_ptr<StorageBackend>>(std::unique_ptr<StorageBackend>, EventLoop* loop)> wrap_storage;
+  std::function<Result<std::unique_ptr<TransferBackend>>(std::unique_ptr<TransferBackend>, EventLoop* loop)> wrap_transfer;
+  std::function<Result<std::unique_ptr<ComputeBackend>>(std::unique_ptr<ComputeBackend>, EventLoop* loop)> wrap_compute;
+  // When the block check runs (block_check.h); kAlways under injected corruption.
+  BlockCheckMode block_check = BlockCheckMode::kUnlessVerifiedAtOpen;
 };
 
 struct LocalEngine {

@@ -43,6 +43,8 @@
 #include <string>
 #include <vector>
 
+#include "colibri/sim/fault_injection.h"
+#include "colibri/sim/fault_spec.h"
 #include "colibri/engine/moe_engine.h"
 #include "colibri/reports/run_recording.h"
 #include "colibri/reports/samples.h"
@@ -96,6 +98,11 @@ struct LocalRunOptions {
   std::function<void(uint64_t passes_done, uint64_t passes_total)> on_pass;
   // Run even when EstimateLocalRun is above kLocalRunFlopsWithoutForce.
   bool force = false;
+  // Faults injected over the storage, transfer and compute backends
+  // (sim/fault_injection.h), on streams derived from `seed`; storage.corrupt
+  // turns the block check on for every read (it needs a format 2 model).
+  sim::FaultSpec faults;
+  uint32_t read_retries = 2;  // engine::EngineOptions::read_retries
 };
 
 // The size of a run before it starts: tokens through the MoE layers and the
@@ -138,6 +145,8 @@ struct LocalRunResult {
   engine::RouterCounters router;
   uint64_t read_bytes = 0;      // demand reads and prefetches of the layer batches
   uint64_t preload_bytes = 0;   // policy pinned: the hot set, read before the run's clock starts
+  std::vector<sim::InjectedFault> faults;  // LocalRunOptions::faults, in injection order
+  uint64_t read_retries = 0;    // reads the engine submitted again after a transient error (demand + prefetch)
   uint64_t staged = 0, device_staged = 0, dropped_assignments = 0;
   uint64_t pool_bytes = 0;      // the engine's pools
   // Per step of the layer batch, one sample per layer batch.

@@ -69,6 +69,7 @@ struct ReplayConfig {
   // seeded by `seed`; each goes to the event log and ReplayResult::faults.
   // Transient read errors are retried by the engine (EngineOptions::read_retries).
   sim::FaultSpec faults;
+  uint32_t read_retries = 2;  // engine::EngineOptions::read_retries
   bool allow_torn = false;      // a torn trace replays its prefix (ReplayResult::trace says so); else an error
   std::string model_dir;        // required by real backends (the bytes to read and compute)
   engine::ModelVerify model_verify = engine::ModelVerify::kAuto;  // how model_dir's bytes are checked
