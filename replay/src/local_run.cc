@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <span>
 #include <utility>
 
 #include "colibri/engine/local_engine.h"
@@ -128,6 +129,7 @@ Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o, sim
   options.engine.l2_policy = o.l2_policy;
   options.engine.staging_slots = o.staging_slots;
   options.engine.read_retries = o.read_retries;
+  options.engine.isolate_expert_failures = o.isolate_failures;
   options.engine.prefetch = o.prefetch;
   options.engine.routing = o.router;
   const bool pinned = o.l2_policy == "pinned";
@@ -181,6 +183,8 @@ class Workload {
         hidden_(o.seed, o.requests, config_.layers(), config_.hidden, o.correlation),
         out_(*out) {
     out_.request_times.resize(o.requests);
+    request_digests_.resize(o.requests);
+    failed_.assign(o.requests, 0);
     rig_.loads->set_rows(&rows_);
   }
 
@@ -199,17 +203,25 @@ class Workload {
     }
     for (uint32_t step = 0; step < o_.decode_passes; ++step) {
       rows_.clear();
-      for (uint32_t r = 0; r < o_.requests; ++r) rows_.push_back({r, o_.prefill_tokens + step, std::nullopt});
+      for (uint32_t r = 0; r < o_.requests; ++r) {
+        if (!failed_[r]) rows_.push_back({r, o_.prefill_tokens + step, std::nullopt});
+      }
+      if (rows_.empty()) break;  // every request failed
       COLIBRI_RETURN_IF_ERROR(RunPass(pass_id++, false));
-      out_.decode_tokens += o_.requests;
+      out_.decode_tokens += rows_.size();
       if (o_.on_pass) o_.on_pass(pass_id, passes);
     }
     out_.elapsed_ns = Now();
     out_.forward_passes = pass_id;
+    out_.request_output_digests.clear();
+    for (uint32_t r = 0; r < o_.requests; ++r) {
+      out_.request_output_digests.push_back(failed_[r] ? std::string() : request_digests_[r].Hex());
+    }
     return Status::Ok();
   }
 
   std::string digest() const { return digest_.Hex(); }
+  bool failed(uint32_t request) const { return failed_[request] != 0; }
   const reports::HitRateSeries& hit_rate() const { return hit_rate_; }
 
  private:
@@ -246,10 +258,37 @@ class Workload {
       harness_start_ns = RawNow();
       AddBatch(report, prefill, batch_end_ns);
       digest_.Add(y.data(), y.size() * sizeof(float));
+      if (const engine::BatchFailures& failures = rig_.local->moe->last_failures(); !failures.empty()) {
+        NoteFailures(pass_id, layer, failures, batch_end_ns);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t r = rows_[i].request_id;
+        if (!failed_[r]) request_digests_[r].Add(y.data() + i * hidden, hidden * sizeof(float));
+      }
     }
     harness_ns_ += RawNow() - harness_start_ns;
     EndPass(pass_start_ns, batch_end_ns);
     return Status::Ok();
+  }
+
+  // The requests of the failed tokens fail, each with the first failed expert its token was routed to.
+  void NoteFailures(uint64_t pass_id, uint32_t layer, const engine::BatchFailures& failures, TimeNs at_ns) {
+    const std::span<const uint32_t> routed = rig_.local->moe->last_routed_ids();
+    const uint32_t k = config_.top_k;
+    for (uint32_t t : failures.tokens) {
+      const uint32_t request = rows_[t].request_id;
+      if (failed_[request]) continue;
+      failed_[request] = 1;
+      const engine::ExpertFailure* cause = &failures.experts.front();
+      for (const engine::ExpertFailure& f : failures.experts) {
+        if (std::find(routed.begin() + t * k, routed.begin() + (t + 1) * k, f.expert) != routed.begin() + (t + 1) * k) {
+          cause = &f;
+          break;
+        }
+      }
+      out_.failed_requests.push_back(
+          FailedRequest{request, pass_id, layer, cause->expert, at_ns, cause->status.message()});
+    }
   }
 
   void AddBatch(const engine::LayerBatchReport& r, bool prefill, TimeNs end_ns) {
@@ -300,6 +339,8 @@ class Workload {
   LocalRunResult& out_;
   std::vector<BatchRow> rows_;  // the pass being run (the load counter's log reads them)
   Fnv1a digest_;
+  std::vector<Fnv1a> request_digests_;  // per request
+  std::vector<uint8_t> failed_;         // per request
   reports::HitRateSeries hit_rate_;
   TimeNs start_ns_ = 0;
   TimeNs harness_ns_ = 0;  // the harness's own work: inputs, bookkeeping, the digest (not the engine's)
@@ -313,7 +354,9 @@ void Finish(const LocalRunOptions& o, const Rig& rig, const Workload& workload, 
   out->transfer_backend = rig.local->transfer->caps().name;
   out->compute_backend = rig.local->compute->caps().name;
   out->requests = out->request_times.size();
-  for (const reports::RequestTimes& t : out->request_times) {
+  for (uint32_t r = 0; r < out->request_times.size(); ++r) {
+    if (workload.failed(r)) continue;  // its latency and tokens were never delivered
+    const reports::RequestTimes& t = out->request_times[r];
     reports::AddRequestLatencies(t, &out->request_latency_ns, &out->ttft_ns, &out->tpot_ns);
     out->passes += t.passes;
   }

@@ -146,6 +146,13 @@ Result<reports::RunResults> LocalRunStoredResults(const LocalRunResult& r, const
   out.scalars.insert({{"read_retries", static_cast<double>(r.read_retries)},
                       {"faults_injected", static_cast<double>(r.faults.size())}});
   for (const sim::InjectedFault& f : r.faults) out.faults.push_back(reports::FaultRecord{f.at_ns, f.kind, f.detail});
+  // A failed request is stored with the faults: what the injected faults cost.
+  out.scalars["requests_failed"] = static_cast<double>(r.failed_requests.size());
+  for (const FailedRequest& f : r.failed_requests) {
+    out.faults.push_back(reports::FaultRecord{f.at_ns, "request.failed",
+                                              "request " + std::to_string(f.request) + ", pass " + std::to_string(f.pass) +
+                                                  ": " + f.error});
+  }
   if (r.recording) {
     COLIBRI_ASSIGN_OR_RETURN(const traces::SourceFile routing, traces::DescribeSourceFile(r.recording->path));
     out.routing_path = r.recording->path;

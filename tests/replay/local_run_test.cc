@@ -46,6 +46,27 @@ class LocalRunTest : public testing::ReplayTest {
     return o;
   }
 
+  // A 4 x 16-expert bf16 model (H=256, I=128: 192 KiB blocks, large enough that
+  // reads overlap delayed completions) in `name`, and 4 requests x (8 prompt +
+  // 16 decode) tokens over it with an L2 of 10 experts (misses on every pass).
+  LocalRunOptions FaultsWorkload(const std::string& name) const {
+    engine::ModelConfig shape;
+    shape.dtype = engine::DType::kBf16;
+    shape.layer_ids = {0, 1, 2, 3};
+    shape.experts = 16;
+    shape.top_k = 2;
+    shape.hidden = 256;
+    shape.intermediate = 128;
+    EXPECT_TRUE(engine::SynthModel(shape, 1, Path(name)).ok());
+    LocalRunOptions o = Options();
+    o.model_dir = Path(name);
+    o.requests = 4;
+    o.prefill_tokens = 8;
+    o.decode_passes = 16;
+    o.l2_bytes = 2u << 20;
+    return o;
+  }
+
   static LocalRunResult Run(const LocalRunOptions& o) {
     Result<LocalRunResult> r = RunLocal(o);
     EXPECT_TRUE(r.ok()) << r.status().message();
@@ -128,21 +149,8 @@ TEST_F(LocalRunTest, OutputDigestDoesNotDependOnPlacement) {
 // delayed completions (which make the storage chain's Poll re-entrant) -- is
 // read again, and the output is the fault-free one, bit for bit.
 TEST_F(LocalRunTest, TransientReadFaultsLeaveTheOutputBitIdentical) {
-  engine::ModelConfig shape;  // large enough blocks that reads overlap the delayed completions
-  shape.dtype = engine::DType::kBf16;
-  shape.layer_ids = {0, 1, 2, 3};
-  shape.experts = 16;
-  shape.top_k = 2;
-  shape.hidden = 256;
-  shape.intermediate = 128;
-  ASSERT_TRUE(engine::SynthModel(shape, 1, Path("faults-model")).ok());
-  LocalRunOptions plain = Options();
-  plain.model_dir = Path("faults-model");
-  plain.requests = 4;
-  plain.prefill_tokens = 8;
-  plain.decode_passes = 16;
-  plain.l2_bytes = 2u << 20;  // 10 of the 64 experts: misses on every pass, reads throughout the run
-  plain.read_retries = 8;     // at these rates no read fails nine times in a row (io_uring's order varies the draws)
+  LocalRunOptions plain = FaultsWorkload("faults-model");
+  plain.read_retries = 8;  // at these rates no read fails nine times in a row (io_uring's order varies the draws)
   const LocalRunResult base = Run(plain);
   int runs = 0;
   for (const char* storage : {"pread", "uring"}) {
@@ -172,6 +180,47 @@ TEST_F(LocalRunTest, TransientReadFaultsLeaveTheOutputBitIdentical) {
     }
   }
   EXPECT_GE(runs, 2);
+}
+
+// isolate_failures with reads that are never retried: a failed read fails
+// only the requests routed to that expert (named with the pass, layer and
+// expert); they leave the later passes, and every request that completes has
+// the output digest it has in the fault-free run, bit for bit.
+TEST_F(LocalRunTest, AFailedExpertFailsOnlyTheRequestsThatNeedIt) {
+  const LocalRunOptions o = FaultsWorkload("isolate-model");
+  const LocalRunResult clean = Run(o);
+  ASSERT_EQ(clean.request_output_digests.size(), 4u);
+  int mixed = 0;
+  for (const char* spec : {"storage.eio=1/60", "storage.eio=1/150", "storage.eio=1/300", "storage.eio=1/150,storage.spike=1/10:1ms"}) {
+    LocalRunOptions faulty = o;
+    faulty.faults = sim::ParseFaultSpec(spec).value();
+    faulty.read_retries = 0;
+    faulty.isolate_failures = true;
+    const LocalRunResult r = Run(faulty);
+    ASSERT_EQ(r.request_output_digests.size(), 4u);
+    size_t failed = 0;
+    for (uint32_t q = 0; q < 4; ++q) {
+      if (r.request_output_digests[q].empty()) {
+        ++failed;
+      } else {
+        EXPECT_EQ(r.request_output_digests[q], clean.request_output_digests[q]) << spec << " request " << q;
+      }
+    }
+    EXPECT_EQ(r.failed_requests.size(), failed) << spec;
+    for (const FailedRequest& f : r.failed_requests) {
+      EXPECT_TRUE(r.request_output_digests[f.request].empty());
+      EXPECT_NE(f.error.find("reading expert " + std::to_string(f.expert) + " of MoE layer " +
+                             std::to_string(f.layer_index)), std::string::npos)
+          << f.error;
+    }
+    EXPECT_GT(r.faults.size(), 0u) << spec;
+    mixed += failed > 0 && failed < 4;
+  }
+  EXPECT_GT(mixed, 0) << "no spec failed some requests and not all";
+  LocalRunOptions whole = o;  // without isolation the same fault fails the run
+  whole.faults = sim::ParseFaultSpec("storage.eio=1/60").value();
+  whole.read_retries = 0;
+  EXPECT_FALSE(RunLocal(whole).ok());
 }
 
 TEST_F(LocalRunTest, RecordingIsTheStoredRouting) {

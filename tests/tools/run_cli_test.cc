@@ -223,6 +223,20 @@ TEST_F(RunCliTest, InjectedReadFaultsLeaveTheOutputDigestAsItIs) {
   const Outcome show = RunColibri("runs show 1 --json", dir_->path());
   ASSERT_EQ(show.exit_code, 0) << show.err;
   EXPECT_EQ(show.json()["runs"][0]["results"]["faults"], eio + corrupt);
+  // --isolate-failures with no retries: the failed requests are listed and stored, the others complete.
+  const Outcome isolated = Run("--l2-bytes 48K --storage pread --faults storage.eio=1/12 --read-retries 0 --isolate-failures");
+  ASSERT_EQ(isolated.exit_code, 0) << isolated.err;
+  const nlohmann::json k = isolated.json();
+  const size_t failed = k["failed_requests"].size();
+  EXPECT_EQ(k["requests_completed"].get<size_t>() + failed, 3u);
+  for (size_t q = 0; q < 3; ++q) {
+    const std::string digest = k["request_output_digests"][q];
+    if (!digest.empty()) EXPECT_EQ(digest, clean.json()["request_output_digests"][q]) << q;
+  }
+  const Outcome stored = RunColibri("runs show 2 --json", dir_->path());
+  ASSERT_EQ(stored.exit_code, 0) << stored.err;
+  EXPECT_EQ(stored.json()["runs"][0]["results"]["faults"].get<size_t>(),
+            k["faults"]["injected"].get<size_t>() + failed);  // the failed requests are stored with the faults
   const Outcome retries = Run("--read-retries 17");
   EXPECT_EQ(retries.exit_code, 2);
   EXPECT_NE(retries.err.find("--read-retries"), std::string::npos) << retries.err;

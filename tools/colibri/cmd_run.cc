@@ -34,6 +34,7 @@ struct RunFlags {
   TierFlags tiers{.l2_bytes = std::to_string(1ull << 30)};
   std::string faults = "none";  // a fault spec (sim/fault_spec.h)
   uint32_t read_retries = 2;
+  bool isolate_failures = false;
   PrefetchFlags prefetch;
   PinFlags pin;
   RouterFlags router;
@@ -64,6 +65,7 @@ Result<replay::LocalRunOptions> ToOptions(const RunFlags& f) {
   o.force = f.force;
   COLIBRI_ASSIGN_OR_RETURN(o.faults, ParseFaultsFlag(f.faults));
   o.read_retries = f.read_retries;
+  o.isolate_failures = f.isolate_failures;
   o.requests = f.requests;
   o.prefill_tokens = f.prefill;
   o.decode_passes = f.tokens;
@@ -113,10 +115,19 @@ Json ConfigJson(const RunFlags& f) {
               {"verify", f.verify},         {"record", f.record},
               {"record_logits", f.record_logits}, {"record_hidden", f.record_hidden},
               {"record_tokens", f.record_tokens}, {"faults", f.faults},
-              {"read_retry_budget", f.read_retries}};
+              {"read_retry_budget", f.read_retries}, {"isolate_failures", f.isolate_failures}};
   config.update(ToJson(f.record_output));
   config.update(HwJson(f.hw));
   return config;
+}
+
+Json FailedRequestsJson(const std::vector<replay::FailedRequest>& failed) {
+  Json out = Json::array();
+  for (const replay::FailedRequest& f : failed) {
+    out.push_back(Json{{"request", f.request}, {"pass", f.pass}, {"layer_index", f.layer_index},
+                       {"expert", f.expert}, {"at_ns", f.at_ns}, {"error", f.error}});
+  }
+  return out;
 }
 
 Json ResultJson(const RunFlags& f, const replay::LocalRunOptions& o, const replay::LocalRunResult& r) {
@@ -157,7 +168,10 @@ Json ResultJson(const RunFlags& f, const replay::LocalRunOptions& o, const repla
            {"throughput", reports::ThroughputJson(r.throughput)},
            {"warnings", r.warnings},
            {"faults", FaultsJson(o.faults, r.faults)},
-           {"read_retries", r.read_retries}};
+           {"read_retries", r.read_retries},
+           {"failed_requests", FailedRequestsJson(r.failed_requests)},
+           {"requests_completed", r.requests - r.failed_requests.size()},
+           {"request_output_digests", r.request_output_digests}};
   if (r.recording) out["recorded_records"] = r.recording->records;
   return out;
 }
@@ -167,6 +181,10 @@ void PrintHuman(const Json& r) {
   auto ms = [&r](const char* key, const char* p) { return r[key][p].get<double>() / 1e6; };
   std::printf("output digest %s\n", r["output_digest"].get<std::string>().c_str());
   PrintFaultsLine(r["faults"], r["read_retries"].get<uint64_t>());
+  for (const Json& failed : r["failed_requests"]) {
+    std::printf("request %llu failed in pass %llu: %s\n", static_cast<unsigned long long>(failed["request"].get<uint64_t>()),
+                static_cast<unsigned long long>(failed["pass"].get<uint64_t>()), failed["error"].get<std::string>().c_str());
+  }
   std::printf("%llu requests, %llu generated tokens (one per request pass) in %.3f s: %.1f tokens/s; "
               "%llu tokens processed (prompt + decode): %.1f tokens/s\n",
               u64("requests"), u64("passes"), r["wall_s"].get<double>(), r["tokens_per_s"].get<double>(), u64("tokens"),
@@ -265,6 +283,8 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_flag("--force", f->force, "Run even a workload above 1e15 expert FLOPs (refused otherwise, with the estimate)");
   cmd->add_option("--seed", f->seed, "Seed of the hidden states (and of --faults)")->capture_default_str();
   AddFaultsFlag(cmd, &f->faults, &f->read_retries);
+  cmd->add_flag("--isolate-failures", f->isolate_failures,
+                "An expert that cannot be read, copied or computed fails only the requests that need it; the others finish");
   AddTierFlags(cmd, &f->tiers, "L1 pool budget (the device pool; host memory with CPU compute), 0 = off",
                "L2 host cache budget, 0 = off (every expert streams from disk)");
   AddPrefetchFlags(cmd, &f->prefetch, {"none", "coact", "lookahead"});

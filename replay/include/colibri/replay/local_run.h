@@ -103,6 +103,22 @@ struct LocalRunOptions {
   // turns the block check on for every read (it needs a format 2 model).
   sim::FaultSpec faults;
   uint32_t read_retries = 2;  // engine::EngineOptions::read_retries
+  // An expert that cannot be read (after its retries), copied or computed
+  // fails only the requests with a token routed to it (engine isolation,
+  // EngineOptions::isolate_expert_failures): they leave the later passes and
+  // are listed in LocalRunResult::failed_requests; the others finish, their
+  // outputs as in a run without the failure. false: the run fails.
+  bool isolate_failures = false;
+};
+
+// A request that failed (LocalRunOptions::isolate_failures).
+struct FailedRequest {
+  uint32_t request = 0;
+  uint64_t pass = 0;         // the forward pass it failed in
+  uint32_t layer_index = 0;  // the MoE layer, and the expert it needed
+  uint32_t expert = 0;
+  int64_t at_ns = 0;         // on the run's clock
+  std::string error;         // the engine's: the step, the expert and the layer
 };
 
 // The size of a run before it starts: tokens through the MoE layers and the
@@ -146,6 +162,11 @@ struct LocalRunResult {
   uint64_t read_bytes = 0;      // demand reads and prefetches of the layer batches
   uint64_t preload_bytes = 0;   // policy pinned: the hot set, read before the run's clock starts
   std::vector<sim::InjectedFault> faults;  // LocalRunOptions::faults, in injection order
+  std::vector<FailedRequest> failed_requests;  // in the order they failed
+  // Per request, the digest of its outputs over every pass and layer (FNV-1a
+  // 64, hex); empty for a failed request. A completed request's digest does
+  // not depend on the others failing.
+  std::vector<std::string> request_output_digests;
   uint64_t read_retries = 0;    // reads the engine submitted again after a transient error (demand + prefetch)
   uint64_t staged = 0, device_staged = 0, dropped_assignments = 0;
   uint64_t pool_bytes = 0;      // the engine's pools
