@@ -28,8 +28,8 @@ Status CheckOptions(const std::string& path, const StorageReadOptions& o, uint64
   if (o.duration_ns == 0 && o.read_count == 0) {
     return Status::InvalidArgument("storage reads: give a duration or a read count");
   }
-  if (o.backend != "uring" && o.backend != "pread") {
-    return Status::InvalidArgument("storage reads: unknown backend '" + o.backend + "' (uring or pread)");
+  if (o.backend == "auto" || o.backend.empty()) {
+    return Status::InvalidArgument("storage reads: name the backend measured (uring or pread), not 'auto'");
   }
   *blocks = o.offsets.empty() ? FileBytes(path) / o.block_bytes : o.offsets.size();
   if (*blocks == 0) {
@@ -53,7 +53,7 @@ Result<StorageReadRun> MeasureStorageReads(const std::string& path, const Storag
     options.registered_buffers = buffers.pointers;
     options.registered_buffer_bytes = o.block_bytes;
   }
-  auto opened = o.backend == "uring" ? engine::OpenUringStorage(path, options) : engine::OpenPreadStorage(path, options);
+  auto opened = engine::OpenStorage(o.backend, path, options);
   if (!opened.ok()) return opened.status();
   engine::StorageBackend& storage = *opened.value();
 

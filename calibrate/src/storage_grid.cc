@@ -138,15 +138,12 @@ Result<StorageGrid> MeasureStorageGrid(const StorageGridOptions& o) {
   storage_options.clock = &clock;
   storage_options.queue_depth = o.queue_depths.back();
   storage_options.direct_io = true;
-  Result<std::unique_ptr<engine::StorageBackend>> opened = engine::OpenUringStorage(file.path(), storage_options);
-  out.backend = "uring";
-  if (!opened.ok() && opened.status().code() == StatusCode::kUnsupported) {
-    out.warnings.push_back("io_uring unavailable (" + opened.status().message() + "): measured with pread");
-    opened = engine::OpenPreadStorage(file.path(), storage_options);
-    out.backend = "pread";
-  }
+  std::string fallback;
+  Result<std::unique_ptr<engine::StorageBackend>> opened = engine::OpenStorage("auto", file.path(), storage_options, &fallback);
   if (!opened.ok()) return opened.status();
+  if (!fallback.empty()) out.warnings.push_back(fallback + ": measured with pread");
   std::unique_ptr<engine::StorageBackend> storage = std::move(opened).value();
+  out.backend = storage->caps().name;
   if (!storage->warning().empty()) out.warnings.push_back(storage->warning() + ": measured through the page cache");
 
   out.grid.quantiles.assign(std::begin(sim::kReadGridQuantiles), std::end(sim::kReadGridQuantiles));

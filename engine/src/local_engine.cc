@@ -5,20 +5,13 @@
 namespace colibri::engine {
 namespace {
 
-Result<std::unique_ptr<StorageBackend>> OpenStorage(const LocalEngineOptions& o, const std::string& path,
-                                                    const Clock* clock, std::string* warning) {
+Result<std::unique_ptr<StorageBackend>> OpenEngineStorage(const LocalEngineOptions& o, const std::string& path,
+                                                          const Clock* clock, std::string* warning) {
   StorageOptions options;
   options.clock = clock;
   options.queue_depth = o.queue_depth;
   options.direct_io = o.direct_io;
-  if (o.storage == "pread") return OpenPreadStorage(path, options);
-  if (o.storage != "auto" && o.storage != "uring") {
-    return Status::InvalidArgument("unknown storage backend '" + o.storage + "' (auto, uring or pread)");
-  }
-  auto uring = OpenUringStorage(path, options);
-  if (uring.ok() || o.storage == "uring" || uring.status().code() != StatusCode::kUnsupported) return uring;
-  *warning = "io_uring unavailable (" + uring.status().message() + "); using pread";
-  return OpenPreadStorage(path, options);
+  return OpenStorage(o.storage, path, options, warning);
 }
 
 }  // namespace
@@ -27,7 +20,7 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
   auto e = std::make_unique<LocalEngine>();
   COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify));
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage,
-                           OpenStorage(o, e->model.experts_path(), &e->loop, &e->warning));
+                           OpenEngineStorage(o, e->model.experts_path(), &e->loop, &e->warning));
   if (o.wrap_storage) {
     COLIBRI_ASSIGN_OR_RETURN(storage, o.wrap_storage(std::move(storage), &e->loop));
   }

@@ -147,8 +147,7 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
     o.clock = rig->loop.get();
     o.queue_depth = c.queue_depth;
     const std::string path = rig->model->experts_path();
-    COLIBRI_ASSIGN_OR_RETURN(rig->storage, c.storage == "uring" ? engine::OpenUringStorage(path, o)
-                                                                : engine::OpenPreadStorage(path, o));
+    COLIBRI_ASSIGN_OR_RETURN(rig->storage, engine::OpenStorage(c.storage, path, o));
   }
   if (c.faults.storage_any()) {  // under the block check, which then sees a corrupted read
     rig->storage_target = std::move(rig->storage);

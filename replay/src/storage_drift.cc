@@ -37,10 +37,7 @@ Result<StorageDrift> ProbeStorageDrift(const StorageDriftOptions& o, const sim::
   storage_options.clock = &clock;
   storage_options.queue_depth = o.queue_depth;
   storage_options.direct_io = true;
-  Result<std::unique_ptr<engine::StorageBackend>> opened = engine::OpenUringStorage(o.file, storage_options);
-  if (!opened.ok() && opened.status().code() == StatusCode::kUnsupported) {
-    opened = engine::OpenPreadStorage(o.file, storage_options);  // as the engine falls back
-  }
+  Result<std::unique_ptr<engine::StorageBackend>> opened = engine::OpenStorage("auto", o.file, storage_options);  // as the engine
   if (!opened.ok()) return opened.status().WithPrefix(o.file);
   std::unique_ptr<engine::StorageBackend> storage = std::move(opened).value();
   COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<engine::SlabPool> buffers,

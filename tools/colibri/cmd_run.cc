@@ -296,7 +296,7 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("--threads", f->threads, "CPU compute threads (--compute cpu)")->check(CLI::Range(1u, 256u))->capture_default_str();
   AddHwFlags(cmd, &f->hw, {"auto", "cpu", "cuda"});
   cmd->add_option("--storage", f->storage, "Storage backend: auto (io_uring, else pread), uring, pread")
-      ->check(CLI::IsMember({"auto", "uring", "pread"}))
+      ->check(CLI::IsMember(engine::StorageBackendNames()))
       ->capture_default_str();
   cmd->add_flag("!--no-direct", f->direct_io, "Read through the page cache instead of O_DIRECT");
   cmd->add_option("--correlation", f->correlation, "Temporal correlation of a request's hidden states (0..1)")

@@ -141,4 +141,13 @@ inline bool RetryableReadError(const Status& status) {
 Result<std::unique_ptr<StorageBackend>> OpenUringStorage(const std::string& path, const StorageOptions& options);
 Result<std::unique_ptr<StorageBackend>> OpenPreadStorage(const std::string& path, const StorageOptions& options);
 
+// The real storage backends by name, the one table every caller uses:
+// "uring", "pread", and "auto" (io_uring, or pread where the kernel refuses
+// io_uring: Unsupported, as OpenUringStorage; `*fallback`, when given, then
+// says so). The modelled "sim" is replay's (sim/sim_storage.h).
+// Errors: another name (InvalidArgument), and the backend's own.
+const std::vector<std::string>& StorageBackendNames();  // auto, uring, pread
+Result<std::unique_ptr<StorageBackend>> OpenStorage(const std::string& name, const std::string& path,
+                                                    const StorageOptions& options, std::string* fallback = nullptr);
+
 }  // namespace colibri::engine
