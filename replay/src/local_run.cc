@@ -11,6 +11,7 @@
 #include "colibri/replay/cache_lab.h"
 #include "colibri/replay/hw_backends.h"
 #include "colibri/replay/trace_recorder.h"
+#include "batch_counts.h"
 #include "seeded_inputs.h"
 
 namespace colibri::replay {
@@ -298,20 +299,10 @@ class Workload {
     reports::AddStepSamples(out_.step_ns.data(), steps_ns, std::size(steps_ns), out_.layer_batches,
                             o_.raw_step_samples_cap);
     out_.steps += r.tokens;
-    const uint64_t hits = r.l1_hits + r.l2_hits;
-    out_.lookups += r.distinct_experts;
-    out_.served += hits;
-    if (!prefill) {
-      out_.lookups_decode += r.distinct_experts;
-      out_.served_decode += hits;
-      out_.l1_hits_decode += r.l1_hits;
-      out_.l2_hits_decode += r.l2_hits;
-    }
+    AddBatchCounts(r, prefill, &out_);
     hit_rate_.Add(++out_.layer_batches, end_ns, out_.lookups, out_.served);
     out_.read_bytes += r.read_bytes + r.prefetch_bytes;
     out_.dropped_assignments += r.dropped_assignments;
-    out_.staged += r.staged;
-    out_.read_retries += r.read_retries;
     out_.device_staged += r.device_staged;
   }
 

@@ -11,6 +11,7 @@
 #include "colibri/engine/cpu_compute.h"
 #include "colibri/replay/cache_lab.h"
 #include "colibri/replay/hw_backends.h"
+#include "batch_counts.h"
 #include "cache_lab_predictor.h"
 #include "colibri/replay/continuous_batching.h"
 #include "colibri/replay/dense_cost.h"
@@ -313,17 +314,8 @@ class Metrics {
     out->steps += batch.tokens();
     if (batch.layer_index == 0) out->processed_tokens += batch.tokens();
     ++out->layer_batches;
-    const uint64_t served = r.l1_hits + r.l2_hits;
-    out->lookups += r.distinct_experts;
-    out->served += served;
-    if (!batch.prefill) {
-      out->lookups_decode += r.distinct_experts;
-      out->served_decode += served;
-      out->l1_hits_decode += r.l1_hits;
-      out->l2_hits_decode += r.l2_hits;
-    }
+    AddBatchCounts(r, batch.prefill, out);
     hit_rate_.Add(out->layer_batches, end - run_start_, out->lookups, out->served);
-    out->staged += r.staged;
     if (!batch.prefill) AddDecode(batch, r, dense_ns, end - start, out);
     std::vector<uint64_t>& load = loads_[batch.layer_index];
     for (uint32_t id : batch.expert_ids) {
@@ -446,7 +438,6 @@ class Runner {
     }
     engine::LayerBatchReport report;
     const Status run = replayer_->Run(batch, &report);
-    out->read_retries += report.read_retries;
     if (!run.ok()) {
       return run.WithPrefix(c_.trace_path + ": pass " + std::to_string(batch.pass_id) + ", MoE layer index " +
                             std::to_string(batch.layer_index));
