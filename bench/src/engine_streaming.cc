@@ -49,9 +49,9 @@ Result<EngineStreamingRun> MeasureEngineStreaming(const EngineStreamingOptions& 
   std::vector<float> weights;
   std::mt19937_64 rng(o.seed);
   EngineStreamingRun run;
-  const engine::TimeNs start_ns = e->loop.Now();
+  const engine::TimeNs start_ns = e->loop->Now();
   const engine::TimeNs deadline_ns = start_ns + static_cast<engine::TimeNs>(o.duration_ns);
-  for (uint32_t layer = 0; e->loop.Now() < deadline_ns; layer = (layer + 1) % m.moe_layers) {
+  for (uint32_t layer = 0; e->loop->Now() < deadline_ns; layer = (layer + 1) % m.moe_layers) {
     RandomRouting(rng, m.experts, m.top_k, o.batch_tokens, &ids, &weights);
     engine::LayerBatchReport report;
     COLIBRI_RETURN_IF_ERROR(e->moe->Execute(layer, hidden.data(), {o.batch_tokens, ids.data(), weights.data()},
@@ -60,7 +60,7 @@ Result<EngineStreamingRun> MeasureEngineStreaming(const EngineStreamingOptions& 
     run.distinct_experts += report.distinct_experts;
     run.compute_ns += report.step_ns.compute;
   }
-  run.elapsed_s = static_cast<double>(e->loop.Now() - start_ns) / 1e9;
+  run.elapsed_s = static_cast<double>(e->loop->Now() - start_ns) / 1e9;
   run.read_bytes = e->storage->counters().read_bytes;
   run.reads = e->storage->counters().reads;
   run.registered_reads = e->storage->counters().registered_reads;

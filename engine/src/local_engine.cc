@@ -19,10 +19,16 @@ Result<std::unique_ptr<StorageBackend>> OpenEngineStorage(const LocalEngineOptio
 Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions& o) {
   auto e = std::make_unique<LocalEngine>();
   COLIBRI_ASSIGN_OR_RETURN(e->model, OpenModel(o.model_dir, o.verify));
-  COLIBRI_ASSIGN_OR_RETURN(std::unique_ptr<StorageBackend> storage,
-                           OpenEngineStorage(o, e->model.experts_path(), &e->loop, &e->warning));
+  e->loop = o.make_loop ? o.make_loop() : std::make_unique<RealEventLoop>();
+  if (e->loop == nullptr) return Status::InvalidArgument("local engine: make_loop gave no event loop");
+  std::unique_ptr<StorageBackend> storage;
+  if (o.make_storage) {
+    COLIBRI_ASSIGN_OR_RETURN(storage, o.make_storage(e->model.experts_path(), e->loop.get()));
+  } else {
+    COLIBRI_ASSIGN_OR_RETURN(storage, OpenEngineStorage(o, e->model.experts_path(), e->loop.get(), &e->warning));
+  }
   if (o.wrap_storage) {
-    COLIBRI_ASSIGN_OR_RETURN(storage, o.wrap_storage(std::move(storage), &e->loop));
+    COLIBRI_ASSIGN_OR_RETURN(storage, o.wrap_storage(std::move(storage), e->loop.get()));
   }
   e->storage = CheckBlocksOnRead(e->model, std::move(storage), o.block_check);  // e->model outlives it (declared first)
   if (!e->storage->warning().empty()) e->warning += (e->warning.empty() ? "" : "; ") + e->storage->warning();
@@ -33,9 +39,9 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
                   "mode full hashes it at open)";
   }
   if (o.make_transfer) {
-    COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.make_transfer(&e->loop));
+    COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.make_transfer(e->loop.get()));
   } else {
-    e->transfer = MakeCpuTransfer(&e->loop);
+    e->transfer = MakeCpuTransfer(e->loop.get());
   }
   if (o.make_compute) {
     COLIBRI_ASSIGN_OR_RETURN(e->compute, o.make_compute());
@@ -43,12 +49,12 @@ Result<std::unique_ptr<LocalEngine>> LocalEngine::Open(const LocalEngineOptions&
     COLIBRI_ASSIGN_OR_RETURN(e->compute, CpuCompute::Create(CpuComputeOptions{o.threads, std::nullopt}));
   }
   if (o.wrap_transfer) {
-    COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.wrap_transfer(std::move(e->transfer), &e->loop));
+    COLIBRI_ASSIGN_OR_RETURN(e->transfer, o.wrap_transfer(std::move(e->transfer), e->loop.get()));
   }
   if (o.wrap_compute) {
-    COLIBRI_ASSIGN_OR_RETURN(e->compute, o.wrap_compute(std::move(e->compute), &e->loop));
+    COLIBRI_ASSIGN_OR_RETURN(e->compute, o.wrap_compute(std::move(e->compute), e->loop.get()));
   }
-  const EngineBackends backends{&e->loop, e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
+  const EngineBackends backends{e->loop.get(), e->storage.get(), e->transfer.get(), e->compute.get(), nullptr};
   COLIBRI_ASSIGN_OR_RETURN(e->moe, MoeEngine::Create(EngineModelOf(e->model), o.engine, backends));
   const Status registered = e->storage->RegisterBuffers(e->moe->read_buffer_regions());
   if (!registered.ok()) {

@@ -11,6 +11,8 @@
 #include "colibri/replay/cache_lab.h"
 #include "colibri/replay/hw_backends.h"
 #include "colibri/replay/trace_recorder.h"
+#include "colibri/sim/sim_event_loop.h"
+#include "colibri/sim/sim_storage.h"
 #include "batch_counts.h"
 #include "seeded_inputs.h"
 
@@ -123,6 +125,18 @@ Result<engine::LocalEngineOptions> EngineOptionsOf(const LocalRunOptions& o, sim
   const HwBackendNames names = ResolveHwBackends(o.transfer, o.compute, o.cuda_device);
   options.make_transfer = [names, hw](const engine::Clock* clock) { return MakeHwTransfer(names.transfer, clock, hw); };
   options.make_compute = [names, hw] { return MakeHwCompute(names.compute, hw); };
+  if (o.modelled_storage) {
+    options.make_loop = [] { return std::unique_ptr<engine::EventLoop>(new sim::SimEventLoop()); };
+    options.make_storage = [nvme = *o.modelled_storage, depth = o.queue_depth, seed = o.seed](
+                               const std::string& path, engine::EventLoop* loop) {
+      sim::SimStorageOptions sim_options;
+      sim_options.loop = loop;
+      sim_options.queue_depth = depth;
+      sim_options.seed = seed;
+      sim_options.data_path = path;
+      return sim::MakeSimStorage(nvme, sim_options);
+    };
+  }
   if (o.faults.any()) AddFaultInjection(o.faults, o.seed, faults, &options);
   options.engine.l1_bytes = o.l1_bytes;
   options.engine.l2_bytes = o.l2_bytes;
@@ -163,7 +177,7 @@ Result<Rig> OpenRig(const LocalRunOptions& o, std::vector<std::string>* warnings
   if (!rig.local->warning.empty()) warnings->push_back(rig.local->warning);
   for (std::string& w : rig.local->moe->SizingWarnings()) warnings->push_back(std::move(w));
   const engine::ModelConfig& config = rig.local->model.config();
-  rig.loads = std::make_unique<LoadCounter>(config.layers(), config.experts, o.routing_log, &rig.local->loop);
+  rig.loads = std::make_unique<LoadCounter>(config.layers(), config.experts, o.routing_log, rig.local->loop.get());
   rig.local->moe->set_observer(rig.loads.get());
   if (!o.record_path.empty()) {
     const RecorderOptions recorder{o.record_logits, o.record_hidden, o.record_writer};
@@ -192,7 +206,7 @@ class Workload {
   // Each request's prefill is one pass of P tokens; then each decode step is
   // one pass with one token of every request.
   Status Run() {
-    start_ns_ = rig_.local->loop.Now();
+    start_ns_ = rig_.local->loop->Now();
     const uint64_t passes = static_cast<uint64_t>(o_.requests) + o_.decode_passes;
     uint64_t pass_id = 0;
     for (uint32_t r = 0; r < o_.requests; ++r) {
@@ -227,8 +241,8 @@ class Workload {
 
  private:
   // The engine's timeline: the loop's clock since the start, less the harness's own work so far.
-  TimeNs Now() const { return rig_.local->loop.Now() - start_ns_ - harness_ns_ - rig_.loads->observed_ns(); }
-  TimeNs RawNow() const { return rig_.local->loop.Now(); }
+  TimeNs Now() const { return rig_.local->loop->Now() - start_ns_ - harness_ns_ - rig_.loads->observed_ns(); }
+  TimeNs RawNow() const { return rig_.local->loop->Now(); }
 
   // One forward pass: every MoE layer over the rows_ (request, position) tokens, their token ids drawn now.
   Status RunPass(uint64_t pass_id, bool prefill) {

@@ -13,6 +13,7 @@
 #include "colibri/replay/replay_run.h"
 #include "colibri/replay/run_record.h"
 #include "colibri/traces/reader.h"
+#include "colibri/sim/profiles.h"
 #include "replay_test_util.h"
 
 namespace colibri::replay {
@@ -221,6 +222,37 @@ TEST_F(LocalRunTest, AFailedExpertFailsOnlyTheRequestsThatNeedIt) {
   whole.faults = sim::ParseFaultSpec("storage.eio=1/60").value();
   whole.read_retries = 0;
   EXPECT_FALSE(RunLocal(whole).ok());
+}
+
+// modelled_storage: the model's real bytes read by the modelled drive on a
+// simulated clock. Two runs with every storage fault kind (delays and
+// timeouts included) give the same faults, times and per-request outputs, and
+// the outputs are those of the real drive without faults.
+TEST_F(LocalRunTest, ModelledStorageRunsAreDeterministicFaultsIncluded) {
+  const LocalRunOptions o = FaultsWorkload("modelled-model");
+  const LocalRunResult real = Run(o);
+  auto catalog = sim::HardwareCatalog::BuiltIn();
+  ASSERT_TRUE(catalog.ok());
+  auto drive = catalog.value().Nvme("samsung-pm9a3");  // with latency jitter: a seeded stream
+  ASSERT_TRUE(drive.ok());
+  LocalRunOptions m = o;
+  m.modelled_storage = *drive.value();
+  m.read_retries = 8;
+  m.faults = sim::ParseFaultSpec("storage.eio=1/20,storage.short=1/30,storage.spike=1/10:200us,"
+                                 "storage.stuck=1/40:2ms,storage.corrupt=1/20").value();
+  const LocalRunResult a = Run(m), b = Run(m);
+  EXPECT_EQ(a.storage_backend, "sim");
+  EXPECT_EQ(a.output_digest, real.output_digest);
+  EXPECT_EQ(a.request_output_digests, real.request_output_digests);
+  EXPECT_GT(a.faults.size(), 0u);
+  EXPECT_EQ(a.faults, b.faults);
+  EXPECT_EQ(a.elapsed_ns, b.elapsed_ns);
+  EXPECT_EQ(a.read_retries, b.read_retries);
+  EXPECT_EQ(a.output_digest, b.output_digest);
+  LocalRunOptions other = m;
+  other.seed = 2;  // another seed: other hidden states and other faults
+  const LocalRunResult c = Run(other);
+  EXPECT_NE(c.faults, a.faults);
 }
 
 TEST_F(LocalRunTest, RecordingIsTheStoredRouting) {

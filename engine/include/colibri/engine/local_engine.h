@@ -40,13 +40,19 @@ struct LocalEngineOptions {
   std::function<Result<std::unique_ptr<ComputeBackend>>(std::unique_ptr<ComputeBackend>, EventLoop* loop)> wrap_compute;
   // When the block check runs (block_check.h); kAlways under injected corruption.
   BlockCheckMode block_check = BlockCheckMode::kUnlessVerifiedAtOpen;
+  // Optional: the event loop (empty: a RealEventLoop) and the storage over
+  // the model's experts file on it (empty: `storage` by name, OpenStorage).
+  // With both, a modelled device (e.g. sim's SimStorage on a SimEventLoop)
+  // delivers the real bytes on a modelled clock: deterministic runs.
+  std::function<std::unique_ptr<EventLoop>()> make_loop;
+  std::function<Result<std::unique_ptr<StorageBackend>>(const std::string& experts_path, EventLoop* loop)> make_storage;
 };
 
 struct LocalEngine {
   static Result<std::unique_ptr<LocalEngine>> Open(const LocalEngineOptions& options);
 
   Model model;
-  RealEventLoop loop;
+  std::unique_ptr<EventLoop> loop;  // outlives the backends (declared before them)
   std::unique_ptr<StorageBackend> storage;
   std::unique_ptr<TransferBackend> transfer;
   std::unique_ptr<ComputeBackend> compute;

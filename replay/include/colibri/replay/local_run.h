@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "colibri/sim/fault_injection.h"
+#include "colibri/sim/hardware.h"
 #include "colibri/sim/fault_spec.h"
 #include "colibri/engine/moe_engine.h"
 #include "colibri/reports/run_recording.h"
@@ -109,6 +110,12 @@ struct LocalRunOptions {
   // are listed in LocalRunResult::failed_requests; the others finish, their
   // outputs as in a run without the failure. false: the run fails.
   bool isolate_failures = false;
+  // When set, the experts are read by the modelled drive (SimStorage, on
+  // streams of `seed`) from the model's experts file, on a simulated clock
+  // (SimEventLoop): the real bytes, computed by the real compute backend, in
+  // modelled time. Everything is then deterministic, faults included (on a
+  // real drive the order reads complete in varies). `storage` is ignored.
+  std::optional<sim::NvmeProfile> modelled_storage;
 };
 
 // A request that failed (LocalRunOptions::isolate_failures).
