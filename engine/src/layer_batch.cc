@@ -194,6 +194,14 @@ Status LayerBatch::Dispatch() {
       continue;
     }
     w.l1_slot = p_.tiers.AdmitL1(Key(w));
+    if (w.l2_hit && !p_.tiers.l2()->Contains(Key(w))) {
+      // Its prefetch failed for good while earlier works were dispatched (the
+      // loop ran in an admission), and the entry was dropped: it has no data.
+      FailWork(i, Status::IoError("prefetching expert " + std::to_string(w.expert) + " of MoE layer " +
+                                  std::to_string(layer_) + ": the read failed before the batch reached it"));
+      if (!failure_.ok()) return failure_;
+      continue;
+    }
     if (w.l2_hit && p_.tiers.fill_in_flight(Index(w.expert))) {
       prefetch_waits_.push_back(i);
       p_.prefetcher.CountWait();

@@ -28,6 +28,7 @@ void AddReproCommand(CLI::App* app, int* exit_code);            // cmd_repro.cc:
 void AddRouteCommands(CLI::App* app, int* exit_code);           // cmd_route.cc: route stability
 void AddFidelityCommand(CLI::App* app, int* exit_code);         // cmd_fidelity.cc
 void AddCalibrateCommand(CLI::App* app, int* exit_code);        // cmd_calibrate.cc
+void AddVoprCommand(CLI::App* app, int* exit_code);             // cmd_vopr.cc
 
 // Parses and runs one command line (argv without the program name): what
 // main() does, and what `runs rerun` does with a stored run's argv. Returns the exit code.

@@ -39,6 +39,7 @@ int RunCommandLine(std::vector<std::string> args) {
   AddRouteCommands(&app, &exit_code);
   AddFidelityCommand(&app, &exit_code);
   AddCalibrateCommand(&app, &exit_code);
+  AddVoprCommand(&app, &exit_code);
 
   CLI::App* bench = app.add_subcommand("bench", "Micro-benchmarks, side by side with reference tools");
   bench->require_subcommand(1);
