@@ -3,7 +3,8 @@
 //
 // From one root seed, run i derives its own seed (DeriveSeed(seed,
 // "vopr.run.<i>")) and from it a random configuration (DeriveRunConfig): a
-// synthetic model's shape and dtype, the tier budgets and policies, prefetch,
+// synthetic model's shape and dtype, the routing mode and expert capacity,
+// the tier budgets and policies, prefetch,
 // staging slots, queue depth, threads, the workload (requests, prompt and
 // decode tokens), the read-retry budget and non-zero fault rates (storage
 // eio, short, spike, stuck, corrupt; transfer and compute failures). It writes
@@ -14,7 +15,8 @@
 // expert isolation. CheckRun then holds the invariants:
 //  - the oracle fails nothing and injects nothing;
 //  - every request the faulty run completes has the oracle's output digest,
-//    bit for bit; every failed request names the MoE layer and expert;
+//    bit for bit (with expert capacity, which couples a batch's tokens, only
+//    when no request failed); every failed request names the MoE layer and expert;
 //  - per tier, hits + misses = lookups; all served <= all lookups;
 //  - the pools hold no more than the budgets plus the staging slots;
 //  - reads retried <= the storage faults that fail a read;
@@ -64,6 +66,7 @@ struct VoprRunConfig {
   std::string l1_policy, l2_policy, prefetch;
   uint32_t staging_slots = 1, queue_depth = 1, threads = 1, read_retries = 0;
   uint32_t requests = 1, prefill_tokens = 1, decode_passes = 0;
+  engine::RoutingOptions routing;  // mode (softmax-topk, sigmoid-grouped, hash-projection, hash-token), capacity
   sim::FaultSpec faults;
   std::string Describe() const;  // one line
 };
@@ -90,5 +93,8 @@ VoprRunConfig DeriveRunConfig(uint64_t seed, uint32_t index);
 std::vector<std::string> CheckRun(const VoprRunConfig& config, uint64_t block_bytes,
                                   const replay::LocalRunResult& oracle, const replay::LocalRunResult& faulty);
 Result<VoprResult> RunVopr(const VoprOptions& options);
+// One run of an explicit configuration (its index and run_seed as given):
+// how a regression keeps a run that found a bug after the derivation changes.
+Result<VoprRunReport> RunConfig(const VoprOptions& options, const VoprRunConfig& config);
 
 }  // namespace colibri::vopr
