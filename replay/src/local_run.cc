@@ -97,19 +97,16 @@ void AddFaultInjection(const sim::FaultSpec& spec, uint64_t seed, sim::FaultLog*
                        engine::LocalEngineOptions* options) {
   options->wrap_storage = [spec, seed, log](std::unique_ptr<engine::StorageBackend> storage, engine::EventLoop* loop)
       -> Result<std::unique_ptr<engine::StorageBackend>> {
-    auto injector = std::make_unique<sim::FaultInjectionStorage>(storage.get(), spec, seed, loop, log);
-    return std::unique_ptr<engine::StorageBackend>(new engine::OwningStorage(std::move(storage), std::move(injector)));
+    return sim::WithFaults(std::move(storage), spec, seed, loop, log);
   };
   if (spec.storage_corrupt.on()) options->block_check = engine::BlockCheckMode::kAlways;
   options->wrap_transfer = [spec, seed, log](std::unique_ptr<engine::TransferBackend> transfer, engine::EventLoop* loop)
       -> Result<std::unique_ptr<engine::TransferBackend>> {
-    auto injector = std::make_unique<sim::FaultInjectionTransfer>(transfer.get(), spec, seed, loop, log);
-    return std::unique_ptr<engine::TransferBackend>(new engine::OwningTransfer(std::move(transfer), std::move(injector)));
+    return sim::WithFaults(std::move(transfer), spec, seed, loop, log);
   };
   options->wrap_compute = [spec, seed, log](std::unique_ptr<engine::ComputeBackend> compute, engine::EventLoop* loop)
       -> Result<std::unique_ptr<engine::ComputeBackend>> {
-    auto injector = std::make_unique<sim::FaultInjectionCompute>(compute.get(), spec, seed, loop, log);
-    return std::unique_ptr<engine::ComputeBackend>(new engine::OwningCompute(std::move(compute), std::move(injector)));
+    return sim::WithFaults(std::move(compute), spec, seed, loop, log);
   };
 }
 

@@ -40,11 +40,6 @@ struct Rig {
   sim::EventLog log;
   sim::FaultLog faults{&log};
   std::optional<engine::Model> model;
-  // The backends under the fault-injecting wrappers (ReplayConfig::faults), when
-  // there are any: declared first, so the wrappers above them go first.
-  std::unique_ptr<engine::StorageBackend> storage_target;
-  std::unique_ptr<engine::TransferBackend> transfer_target;
-  std::unique_ptr<engine::ComputeBackend> compute_target;
   std::unique_ptr<engine::StorageBackend> storage;
   std::unique_ptr<engine::TransferBackend> transfer;
   std::unique_ptr<engine::ComputeBackend> compute;
@@ -151,9 +146,7 @@ Status OpenStorage(const ReplayConfig& c, const engine::EngineModel& m, Rig* rig
     COLIBRI_ASSIGN_OR_RETURN(rig->storage, engine::OpenStorage(c.storage, path, o));
   }
   if (c.faults.storage_any()) {  // under the block check, which then sees a corrupted read
-    rig->storage_target = std::move(rig->storage);
-    rig->storage = std::make_unique<sim::FaultInjectionStorage>(rig->storage_target.get(), c.faults, c.seed,
-                                                                rig->loop.get(), &rig->faults);
+    rig->storage = sim::WithFaults(std::move(rig->storage), c.faults, c.seed, rig->loop.get(), &rig->faults);
   }
   // Blocks that land in memory are checked when the model was not hashed whole
   // at open, and always under injected corruption (a read damaged after open).
@@ -190,14 +183,10 @@ Status OpenTransferAndCompute(const ReplayConfig& c, Rig* rig) {
     COLIBRI_ASSIGN_OR_RETURN(rig->compute, MakeHwCompute(c.compute, HwOptions(c)));
   }
   if (c.faults.transfer_any()) {
-    rig->transfer_target = std::move(rig->transfer);
-    rig->transfer = std::make_unique<sim::FaultInjectionTransfer>(rig->transfer_target.get(), c.faults, c.seed,
-                                                                  rig->loop.get(), &rig->faults);
+    rig->transfer = sim::WithFaults(std::move(rig->transfer), c.faults, c.seed, rig->loop.get(), &rig->faults);
   }
   if (c.faults.compute_any()) {
-    rig->compute_target = std::move(rig->compute);
-    rig->compute = std::make_unique<sim::FaultInjectionCompute>(rig->compute_target.get(), c.faults, c.seed,
-                                                                rig->loop.get(), &rig->faults);
+    rig->compute = sim::WithFaults(std::move(rig->compute), c.faults, c.seed, rig->loop.get(), &rig->faults);
   }
   return Status::Ok();
 }

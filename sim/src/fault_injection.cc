@@ -383,4 +383,25 @@ Status FaultInjectionCompute::ExpertFfn(const engine::ExpertView& expert, const 
   return Status::Internal(what + ": kernel failed (injected compute.fail)");
 }
 
+std::unique_ptr<engine::StorageBackend> WithFaults(std::unique_ptr<engine::StorageBackend> backend,
+                                                   const FaultSpec& spec, uint64_t seed, engine::EventLoop* loop,
+                                                   FaultLog* log) {
+  auto injector = std::make_unique<FaultInjectionStorage>(backend.get(), spec, seed, loop, log);
+  return std::make_unique<engine::OwningStorage>(std::move(backend), std::move(injector));
+}
+
+std::unique_ptr<engine::TransferBackend> WithFaults(std::unique_ptr<engine::TransferBackend> backend,
+                                                    const FaultSpec& spec, uint64_t seed, const engine::Clock* clock,
+                                                    FaultLog* log) {
+  auto injector = std::make_unique<FaultInjectionTransfer>(backend.get(), spec, seed, clock, log);
+  return std::make_unique<engine::OwningTransfer>(std::move(backend), std::move(injector));
+}
+
+std::unique_ptr<engine::ComputeBackend> WithFaults(std::unique_ptr<engine::ComputeBackend> backend,
+                                                   const FaultSpec& spec, uint64_t seed, const engine::Clock* clock,
+                                                   FaultLog* log) {
+  auto injector = std::make_unique<FaultInjectionCompute>(backend.get(), spec, seed, clock, log);
+  return std::make_unique<engine::OwningCompute>(std::move(backend), std::move(injector));
+}
+
 }  // namespace colibri::sim

@@ -263,4 +263,17 @@ class FaultInjectionCompute final : public engine::ComputeWrapper {
   Rng rng_;
 };
 
+// `backend` under its fault injector, both owned by the result
+// (engine::OwningWrapper: the injector goes first): what a run that injects
+// `spec` uses in place of `backend`.
+std::unique_ptr<engine::StorageBackend> WithFaults(std::unique_ptr<engine::StorageBackend> backend,
+                                                   const FaultSpec& spec, uint64_t seed, engine::EventLoop* loop,
+                                                   FaultLog* log);
+std::unique_ptr<engine::TransferBackend> WithFaults(std::unique_ptr<engine::TransferBackend> backend,
+                                                    const FaultSpec& spec, uint64_t seed, const engine::Clock* clock,
+                                                    FaultLog* log);
+std::unique_ptr<engine::ComputeBackend> WithFaults(std::unique_ptr<engine::ComputeBackend> backend,
+                                                   const FaultSpec& spec, uint64_t seed, const engine::Clock* clock,
+                                                   FaultLog* log);
+
 }  // namespace colibri::sim
